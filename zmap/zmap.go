@@ -1,0 +1,80 @@
+// Package zmap is the key-value view of a stored dataset, after NCZarr's
+// "zmap" abstraction: a tree of content-bearing objects named by
+// slash-separated keys, with a search for the immediate children of a prefix.
+//
+// Keys are relative to the dataset root and never start or end with a slash:
+// ".zgroup", "g1/v1/.zarray", "g1/v1/0.0". The root prefix is "".
+//
+// Backends live in sub-packages (file, zip, s3); every one of them passes the
+// conformance suite in zmap/zmaptest. Nothing here imports FUSE.
+package zmap
+
+import (
+	"context"
+	"errors"
+	"strings"
+)
+
+// Distinguished errors. Backends wrap them (with %w) so that callers test
+// them with errors.Is.
+var (
+	// ErrNotFound: no object has that key. For a chunk this means
+	// "not stored", which readers turn into the fill value.
+	ErrNotFound = errors.New("object not found")
+	// ErrPermission: the store refused access (S3 403, EACCES).
+	ErrPermission = errors.New("permission denied")
+)
+
+// Entry is one immediate child of a searched prefix.
+type Entry struct {
+	// Name is the child's last key segment, without slashes.
+	Name string
+	// Dir is true when Name is a prefix of deeper keys (a "directory");
+	// false when prefix/Name is itself an object.
+	Dir bool
+	// Size is the object's size in bytes; 0 for a Dir entry.
+	Size int64
+}
+
+// Store is a read-only dataset store.
+//
+// All methods are safe for concurrent use. Every method that does I/O takes
+// a context and returns promptly with an error wrapping ctx.Err() once it is
+// cancelled. Errors wrap ErrNotFound or ErrPermission where those apply;
+// anything else is an I/O failure.
+type Store interface {
+	// Get returns the whole object stored under key.
+	Get(ctx context.Context, key string) ([]byte, error)
+
+	// ReadAt reads len(p) bytes of the object at offset off, with the
+	// semantics of io.ReaderAt: n < len(p) only with a non-nil error, and
+	// io.EOF when the object ends first.
+	ReadAt(ctx context.Context, key string, p []byte, off int64) (n int, err error)
+
+	// Size returns the size of the object stored under key.
+	Size(ctx context.Context, key string) (int64, error)
+
+	// Search returns the immediate children of prefix ("" is the root),
+	// sorted by name: every name such that prefix/name is an object or a
+	// prefix of one. A prefix with no object under it gives an empty
+	// slice and a nil error.
+	Search(ctx context.Context, prefix string) ([]Entry, error)
+
+	// Close releases the store's resources.
+	Close() error
+}
+
+// Join joins key segments with "/", skipping empty ones.
+func Join(parts ...string) string {
+	var b strings.Builder
+	for _, p := range parts {
+		if p == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('/')
+		}
+		b.WriteString(p)
+	}
+	return b.String()
+}
