@@ -1,0 +1,39 @@
+# nczarrfs: the two commands a newcomer needs are `make demo` and `make test`.
+
+GO      ?= go
+BIN     := bin/nczarrfs
+SAMPLE  := examples/sample.zip
+MNT     ?= /tmp/nczarrfs-demo
+
+.PHONY: all build deps demo test vet fuzz clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/nczarrfs
+
+deps:
+	scripts/install-deps.sh
+	scripts/install-minio.sh
+
+# Mount the bundled sample dataset, show it, unmount.
+demo:
+	scripts/install-deps.sh --run
+	$(GO) build -o $(BIN) ./cmd/nczarrfs
+	scripts/demo.sh $(BIN) $(SAMPLE) $(MNT)
+
+vet:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }
+	$(GO) vet ./...
+
+# Brief runs of every fuzz target (seeds plus a few seconds each).
+fuzz:
+	scripts/fuzz.sh 5s
+
+# Everything CI runs: install, vet, all tests under the race detector, fuzz.
+test: deps vet
+	$(GO) test -race -count=1 -timeout 30m ./...
+	scripts/fuzz.sh 3s
+
+clean:
+	rm -rf bin

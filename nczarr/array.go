@@ -1,0 +1,371 @@
+package nczarr
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/bits"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/nczarrfs/nczarrfs/nczarr/codec"
+	"github.com/nczarrfs/nczarrfs/zmap"
+)
+
+// maxChunkBytes bounds one decoded chunk; metadata asking for more is
+// refused rather than allocated.
+const maxChunkBytes = 1 << 30
+
+// Array is an array of the dataset. Its decoded bytes (see ReadAt) are
+// every element in C order, little-endian, ItemSize bytes each.
+type Array struct {
+	Path     string
+	Meta     Meta
+	DimNames []string // NCZarr dimension references, _ARRAY_DIMENSIONS, or anonymous
+	Scalar   bool     // NCZarr scalar (shape [1], storage "scalar")
+	ItemSize int      // bytes per element of the decoded data
+	Chain    *codec.Chain
+
+	// Err is set when the array's metadata or codecs cannot be used: the
+	// array is listed, and every read fails with Err.
+	Err error
+
+	d          *Dataset
+	size       int64 // decoded bytes in all
+	chunkElems int64 // elements in one chunk
+	swap       int   // byte-swap unit, 0 for none
+	fill       []byte
+	fillOnce   sync.Once
+	fillChunk  []byte
+}
+
+func newArray(d *Dataset, path string, zarray []byte, zattrs, v1 object) *Array {
+	a := &Array{Path: path, d: d}
+	key := zmap.Join(path, ".zarray")
+	meta, zo, err := parseZarray(zarray)
+	if err != nil {
+		a.Err = fmt.Errorf("%s: %w", key, err)
+		return a
+	}
+	a.Meta = meta
+
+	// NCZarr's annotation lives in .zarray, .zattrs or a V1 object.
+	var info arrayInfo
+	for _, o := range []object{zattrs.obj("_nczarr_array"), zo.obj("_nczarr_array"), v1} {
+		var ok bool
+		if info, ok = parseArrayInfo(o); ok {
+			break
+		}
+	}
+	a.Scalar = info.Scalar
+	a.DimNames = dimNames(info.DimRefs, zattrs, meta.Shape)
+
+	a.ItemSize = meta.DType.Size
+	a.swap = meta.DType.swapUnit()
+	if d.Generation != PureZarr && meta.DType.Kind == 'U' && meta.DType.Size == 4 {
+		// netcdf-c 4.8-4.9.0 wrote NC_CHAR as "<U1" with one byte a char.
+		a.ItemSize, a.swap = 1, 0
+	}
+
+	fill, hasFill := zo["fill_value"]
+	if !hasFill && d.Generation != PureZarr {
+		fill, hasFill = zattrs.get("_FillValue")
+		if !hasFill {
+			fill = netcdfDefaultFill(meta.DType)
+		}
+	}
+	if list, ok := fill.([]any); ok && len(list) == 1 && meta.DType.Kind != 'c' {
+		fill = list[0] // NCZarr V1 writes a one-element list
+	}
+	if a.fill, err = meta.DType.encodeFill(fill, a.ItemSize); err != nil {
+		a.Err = fmt.Errorf("%s: %w", key, err)
+		return a
+	}
+
+	n, ok := product(meta.Shape)
+	a.chunkElems, _ = product(meta.Chunks)
+	if !ok || n > math.MaxInt64/int64(a.ItemSize) {
+		a.Err = fmt.Errorf("%s: shape %v is too large", key, meta.Shape)
+		return a
+	}
+	a.size = n * int64(a.ItemSize)
+	if a.chunkElems*int64(a.ItemSize) > maxChunkBytes || a.chunkElems <= 0 {
+		a.Err = fmt.Errorf("%s: chunks %v hold more than %d bytes", key, meta.Chunks, maxChunkBytes)
+		return a
+	}
+	if a.Chain, err = codec.NewChain(meta.Filters, meta.Compressor); err != nil {
+		a.Err = fmt.Errorf("%s: %w", key, err)
+	}
+	return a
+}
+
+// dimNames names an array's dimensions the way netcdf-c would.
+func dimNames(refs []string, zattrs object, shape []int64) []string {
+	if len(refs) == len(shape) && len(refs) > 0 {
+		out := make([]string, len(refs))
+		for i, r := range refs {
+			out[i] = r[strings.LastIndexByte(r, '/')+1:]
+		}
+		return out
+	}
+	if names, ok := zattrs.strings("_ARRAY_DIMENSIONS"); ok && len(names) == len(shape) {
+		return names
+	}
+	out := make([]string, len(shape))
+	for i, n := range shape {
+		out[i] = "_Anonymous_Dimension_" + strconv.FormatInt(n, 10)
+	}
+	return out
+}
+
+// netcdfDefaultFill is netCDF's default fill for the type, used by NCZarr
+// when an array states no fill value.
+func netcdfDefaultFill(d DType) any {
+	switch d.Kind {
+	case 'i':
+		return json.Number(map[int]string{1: "-127", 2: "-32767", 4: "-2147483647", 8: "-9223372036854775806"}[d.Size])
+	case 'u':
+		return json.Number(map[int]string{1: "255", 2: "65535", 4: "4294967295", 8: "18446744073709551614"}[d.Size])
+	case 'f':
+		return json.Number("9.9692099683868690e+36")
+	}
+	return nil
+}
+
+// product multiplies sizes, reporting overflow. The product of no sizes
+// (a 0-d array) is 1.
+func product(dims []int64) (int64, bool) {
+	n := uint64(1)
+	for _, d := range dims {
+		hi, lo := bits.Mul64(n, uint64(d))
+		if hi != 0 || lo > math.MaxInt64 {
+			return 0, false
+		}
+		n = lo
+	}
+	return int64(n), true
+}
+
+// Size is the length in bytes of the decoded array.
+func (a *Array) Size() int64 { return a.size }
+
+// ChunkKey is the store key of the chunk with grid index idx.
+func (a *Array) ChunkKey(idx []int64) string {
+	if len(idx) == 0 {
+		return zmap.Join(a.Path, "0")
+	}
+	var b strings.Builder
+	for i, x := range idx {
+		if i > 0 {
+			b.WriteString(a.Meta.Separator)
+		}
+		b.WriteString(strconv.FormatInt(x, 10))
+	}
+	return zmap.Join(a.Path, b.String())
+}
+
+// copyOp copies n bytes at off of chunk number chunk to dst.
+type copyOp struct {
+	chunk    int
+	src, dst int
+	n        int
+}
+
+// ReadAt reads decoded bytes at offset off, with io.ReaderAt semantics.
+// It fetches and decodes the chunks the range touches concurrently.
+func (a *Array) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	if a.Err != nil {
+		return 0, a.Err
+	}
+	if off < 0 {
+		return 0, fmt.Errorf("negative offset %d", off)
+	}
+	if off >= a.size {
+		return 0, io.EOF
+	}
+	want := len(p)
+	if rest := a.size - off; int64(want) > rest {
+		p = p[:rest]
+	}
+	keys, ops := a.plan(off, len(p))
+	chunks := make([][]byte, len(keys))
+	if err := a.fetch(ctx, keys, chunks); err != nil {
+		return 0, err
+	}
+	for _, op := range ops {
+		copy(p[op.dst:op.dst+op.n], chunks[op.chunk][op.src:op.src+op.n])
+	}
+	if len(p) < want {
+		return len(p), io.EOF
+	}
+	return len(p), nil
+}
+
+// plan lists the chunks that bytes [off, off+n) touch and the copies that
+// assemble them, one per run of elements contiguous in both the output and
+// a (C-ordered) chunk.
+func (a *Array) plan(off int64, n int) (keys []string, ops []copyOp) {
+	is := int64(a.ItemSize)
+	shape, chunks := a.Meta.Shape, a.Meta.Chunks
+	rank := len(shape)
+	e0, e1 := off/is, (off+int64(n)+is-1)/is
+	idx := make([]int64, rank)
+	grid := make([]int64, rank)
+	seen := map[string]int{}
+	for e := e0; e < e1; {
+		// Unravel e into a multi-index, its chunk and its place there.
+		rem := e
+		for d := rank - 1; d >= 0; d-- {
+			idx[d] = rem % shape[d]
+			rem /= shape[d]
+		}
+		run := e1 - e
+		within := int64(0)
+		for d := 0; d < rank; d++ {
+			grid[d] = idx[d] / chunks[d]
+			within = within*chunks[d] + idx[d]%chunks[d]
+		}
+		if rank > 0 {
+			last := rank - 1
+			run = min(run, chunks[last]-idx[last]%chunks[last], shape[last]-idx[last])
+		}
+		key := a.ChunkKey(grid)
+		ci, ok := seen[key]
+		if !ok {
+			ci = len(keys)
+			seen[key] = ci
+			keys = append(keys, key)
+		}
+		// Clip the run's bytes to the requested range.
+		lo := max(e*is, off)
+		hi := min((e+run)*is, off+int64(n))
+		src := within*is + (lo - e*is)
+		ops = append(ops, copyOp{chunk: ci, src: int(src), dst: int(lo - off), n: int(hi - lo)})
+		e += run
+	}
+	return keys, ops
+}
+
+// fetch fills chunks[i] with the decoded chunk keys[i], at most d.par at
+// a time. The first error wins.
+func (a *Array) fetch(ctx context.Context, keys []string, chunks [][]byte) error {
+	if len(keys) == 1 {
+		var err error
+		chunks[0], err = a.chunk(ctx, keys[0])
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sem := make(chan struct{}, a.d.par)
+	errs := make([]error, len(keys))
+	var wg sync.WaitGroup
+	for i, key := range keys {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			chunks[i], errs[i] = a.chunk(ctx, key)
+			if errs[i] != nil {
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	// Report the root cause, not the cancellations it caused.
+	var first error
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// chunk returns a decoded chunk in output form: C order, little-endian,
+// ItemSize bytes an element. A chunk that is not stored is the fill value.
+func (a *Array) chunk(ctx context.Context, key string) ([]byte, error) {
+	load := func(ctx context.Context) ([]byte, error) { return a.load(ctx, key) }
+	var data []byte
+	var err error
+	if a.d.cache != nil {
+		data, err = a.d.cache.Get(ctx, key, load)
+	} else {
+		data, err = load(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if data == nil {
+		return a.filled(), nil
+	}
+	return data, nil
+}
+
+// load reads and decodes one chunk; (nil, nil) when it is not stored.
+func (a *Array) load(ctx context.Context, key string) ([]byte, error) {
+	raw, err := a.d.store.Get(ctx, key)
+	if errors.Is(err, zmap.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("chunk %s: %w", key, err)
+	}
+	data, err := a.Chain.Decode(raw, int(a.chunkElems)*a.ItemSize)
+	if err != nil {
+		return nil, fmt.Errorf("chunk %s: %w", key, err)
+	}
+	if a.swap > 1 {
+		swapBytes(data, a.swap)
+	}
+	if a.Meta.Order == 'F' && len(a.Meta.Chunks) > 1 {
+		data = fortranToC(data, a.Meta.Chunks, a.ItemSize)
+	}
+	return data, nil
+}
+
+// filled is a whole chunk of fill values, made once and shared.
+func (a *Array) filled() []byte {
+	a.fillOnce.Do(func() {
+		a.fillChunk = make([]byte, int(a.chunkElems)*a.ItemSize)
+		for i := 0; i < len(a.fillChunk); i += a.ItemSize {
+			copy(a.fillChunk[i:], a.fill)
+		}
+	})
+	return a.fillChunk
+}
+
+// fortranToC reorders a chunk stored in Fortran (column-major) order.
+func fortranToC(src []byte, shape []int64, is int) []byte {
+	dst := make([]byte, len(src))
+	rank := len(shape)
+	// Fortran strides, in elements.
+	fstride := make([]int64, rank)
+	s := int64(1)
+	for d := 0; d < rank; d++ {
+		fstride[d] = s
+		s *= shape[d]
+	}
+	idx := make([]int64, rank)
+	for c := int64(0); c < s; c++ {
+		f := int64(0)
+		for d := 0; d < rank; d++ {
+			f += idx[d] * fstride[d]
+		}
+		copy(dst[c*int64(is):(c+1)*int64(is)], src[f*int64(is):(f+1)*int64(is)])
+		for d := rank - 1; d >= 0; d-- {
+			idx[d]++
+			if idx[d] < shape[d] {
+				break
+			}
+			idx[d] = 0
+		}
+	}
+	return dst
+}

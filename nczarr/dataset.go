@@ -1,0 +1,386 @@
+// Package nczarr is the metadata model of NCZarr and Zarr v2 datasets and
+// the reader that turns stored chunks into an array's decoded bytes.
+//
+// Open reads a dataset's metadata from a zmap.Store once (the store is
+// treated as immutable), whatever generation of NCZarr metadata netcdf-c
+// wrote, or pure Zarr v2. An Array's ReadAt then serves any byte range of
+// the array in C order, little-endian, decoding only the chunks it touches.
+package nczarr
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/nczarrfs/nczarrfs/zmap"
+)
+
+// ErrNoDataset is wrapped by Open when the store holds no Zarr dataset.
+var ErrNoDataset = errors.New("no Zarr or NCZarr dataset found")
+
+// ChunkCache holds decoded chunks; cache.Cache implements it. Get returns
+// the cached value for key or runs load once for all concurrent callers.
+// A nil value with a nil error is a legal, cacheable result.
+type ChunkCache interface {
+	Get(ctx context.Context, key string, load func(context.Context) ([]byte, error)) ([]byte, error)
+}
+
+// Options configure Open.
+type Options struct {
+	// Cache holds decoded chunks. Nil means no caching.
+	Cache ChunkCache
+	// Logger receives warnings about metadata that could not be read.
+	// Nil means slog.Default().
+	Logger *slog.Logger
+	// Parallel bounds the concurrent store requests of one read and of
+	// the metadata walk. 0 means 8.
+	Parallel int
+}
+
+// Dataset is an opened dataset.
+type Dataset struct {
+	Generation Generation
+	// Consolidated is true when the tree was found through .zmetadata.
+	Consolidated bool
+
+	store  zmap.Store
+	cache  ChunkCache
+	log    *slog.Logger
+	par    int
+	groups map[string]*Group
+	arrays map[string]*Array
+}
+
+// Group is a group of the dataset.
+type Group struct {
+	Path   string // key prefix; "" for the root
+	Dims   map[string]Dim
+	Groups []string // child group paths, sorted
+	Arrays []string // child array paths, sorted
+}
+
+// Group returns the group at path, or nil.
+func (d *Dataset) Group(path string) *Group { return d.groups[path] }
+
+// Array returns the array at path, or nil.
+func (d *Dataset) Array(path string) *Array { return d.arrays[path] }
+
+// Arrays lists every array path, sorted.
+func (d *Dataset) Arrays() []string { return sortedKeys(d.arrays) }
+
+// Groups lists every group path, sorted.
+func (d *Dataset) Groups() []string { return sortedKeys(d.groups) }
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Open reads the metadata of the dataset at the root of store.
+func Open(ctx context.Context, store zmap.Store, opts Options) (*Dataset, error) {
+	d := &Dataset{
+		store:  store,
+		cache:  opts.Cache,
+		log:    opts.Logger,
+		par:    opts.Parallel,
+		groups: map[string]*Group{},
+		arrays: map[string]*Array{},
+	}
+	if d.log == nil {
+		d.log = slog.Default()
+	}
+	if d.par <= 0 {
+		d.par = 8
+	}
+	w := &walker{d: d, sem: make(chan struct{}, d.par)}
+
+	zgroup, err := w.getObject(ctx, ".zgroup")
+	if err != nil && !errors.Is(err, zmap.ErrNotFound) {
+		return nil, err
+	}
+	zattrs, err := w.getObject(ctx, ".zattrs")
+	if err != nil && !errors.Is(err, zmap.ErrNotFound) {
+		return nil, err
+	}
+	v1, err := w.getObject(ctx, ".nczarr")
+	if err != nil && !errors.Is(err, zmap.ErrNotFound) {
+		return nil, err
+	}
+	switch {
+	case zattrs.obj("_nczarr_superblock") != nil:
+		d.Generation = NCZarr2
+	case zgroup.obj("_nczarr_superblock") != nil:
+		if _, upper := zgroup["_NCZARR_SUPERBLOCK"]; upper {
+			d.Generation = NCZarr48
+		} else {
+			d.Generation = NCZarr49
+		}
+	case v1 != nil:
+		d.Generation = NCZarrV1
+	default:
+		d.Generation = PureZarr
+	}
+
+	if zgroup == nil && d.Generation == PureZarr {
+		// A dataset may also be a single array at the root.
+		if _, err := store.Size(ctx, ".zarray"); err == nil {
+			d.arrays[""] = w.array(ctx, "")
+			return d, nil
+		} else if !errors.Is(err, zmap.ErrNotFound) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: no .zgroup, .zarray or .nczarr at the root", ErrNoDataset)
+	}
+
+	if d.Generation == PureZarr {
+		ok, err := w.consolidated(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			d.Consolidated = true
+			return d, nil
+		}
+	}
+	w.group(ctx, "", zgroup, zattrs)
+	w.wg.Wait()
+	return d, nil
+}
+
+// walker loads the tree of groups and arrays with bounded concurrency.
+type walker struct {
+	d   *Dataset
+	sem chan struct{} // bounds store requests in flight
+	wg  sync.WaitGroup
+	mu  sync.Mutex // guards d.groups and d.arrays while walking
+}
+
+func (w *walker) get(ctx context.Context, key string) ([]byte, error) {
+	w.sem <- struct{}{}
+	defer func() { <-w.sem }()
+	return w.d.store.Get(ctx, key)
+}
+
+// getObject fetches and parses a JSON object; (nil, ErrNotFound) when the
+// key is not stored.
+func (w *walker) getObject(ctx context.Context, key string) (object, error) {
+	data, err := w.get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	o, err := parseObject(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", key, err)
+	}
+	return o, nil
+}
+
+// optional fetches a JSON object that may be absent, logging unreadable ones.
+func (w *walker) optional(ctx context.Context, key string) object {
+	o, err := w.getObject(ctx, key)
+	if err != nil && !errors.Is(err, zmap.ErrNotFound) {
+		w.d.log.Warn("skipping unreadable metadata", "key", key, "err", err)
+	}
+	return o
+}
+
+// group records the group at prefix and walks its children.
+func (w *walker) group(ctx context.Context, prefix string, zgroup, zattrs object) {
+	g := &Group{Path: prefix}
+	var info groupInfo
+	found := false
+	for _, o := range []object{zattrs.obj("_nczarr_group"), zgroup.obj("_nczarr_group")} {
+		if info, found = parseGroupInfo(o); found {
+			break
+		}
+	}
+	if !found && w.d.Generation == NCZarrV1 {
+		info, found = parseGroupInfo(w.optional(ctx, zmap.Join(prefix, ".nczgroup")))
+	}
+	g.Dims = info.Dims
+
+	arrays, groups := info.Arrays, info.Groups
+	if !found {
+		var err error
+		arrays, groups, err = w.search(ctx, prefix)
+		if err != nil {
+			w.d.log.Warn("cannot list group", "key", prefix, "err", err)
+		}
+	}
+	for _, name := range arrays {
+		g.Arrays = append(g.Arrays, zmap.Join(prefix, name))
+	}
+	for _, name := range groups {
+		g.Groups = append(g.Groups, zmap.Join(prefix, name))
+	}
+	sort.Strings(g.Arrays)
+	sort.Strings(g.Groups)
+	w.mu.Lock()
+	w.d.groups[prefix] = g
+	w.mu.Unlock()
+
+	for _, p := range g.Arrays {
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			a := w.array(ctx, p)
+			w.mu.Lock()
+			w.d.arrays[p] = a
+			w.mu.Unlock()
+		}()
+	}
+	for _, p := range g.Groups {
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			zg := w.optional(ctx, zmap.Join(p, ".zgroup"))
+			za := w.optional(ctx, zmap.Join(p, ".zattrs"))
+			w.group(ctx, p, zg, za)
+		}()
+	}
+}
+
+// search finds a pure Zarr group's children: every sub-prefix holding a
+// .zarray is an array, one holding a .zgroup a group.
+func (w *walker) search(ctx context.Context, prefix string) (arrays, groups []string, err error) {
+	w.sem <- struct{}{}
+	entries, err := w.d.store.Search(ctx, prefix)
+	<-w.sem
+	if err != nil {
+		return nil, nil, err
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, e := range entries {
+		if !e.Dir {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			kind := w.classify(ctx, zmap.Join(prefix, e.Name))
+			mu.Lock()
+			defer mu.Unlock()
+			switch kind {
+			case ".zarray":
+				arrays = append(arrays, e.Name)
+			case ".zgroup":
+				groups = append(groups, e.Name)
+			}
+		}()
+	}
+	wg.Wait()
+	return arrays, groups, nil
+}
+
+// classify says whether prefix is an array (".zarray"), a group
+// (".zgroup") or neither ("").
+func (w *walker) classify(ctx context.Context, prefix string) string {
+	for _, name := range []string{".zarray", ".zgroup"} {
+		w.sem <- struct{}{}
+		_, err := w.d.store.Size(ctx, zmap.Join(prefix, name))
+		<-w.sem
+		if err == nil {
+			return name
+		}
+		if !errors.Is(err, zmap.ErrNotFound) {
+			w.d.log.Warn("cannot probe", "key", zmap.Join(prefix, name), "err", err)
+		}
+	}
+	return ""
+}
+
+// array loads an array's metadata. Problems are kept in the Array, so the
+// array is still listed and only reads of its data fail.
+func (w *walker) array(ctx context.Context, path string) *Array {
+	zarray, err := w.get(ctx, zmap.Join(path, ".zarray"))
+	if err != nil {
+		return &Array{Path: path, d: w.d, Err: fmt.Errorf("%s: %v", zmap.Join(path, ".zarray"), err)}
+	}
+	zattrs := w.optional(ctx, zmap.Join(path, ".zattrs"))
+	var v1 object
+	if w.d.Generation == NCZarrV1 {
+		for _, name := range []string{".nczarray", ".nczvar"} {
+			if v1 = w.optional(ctx, zmap.Join(path, name)); v1 != nil {
+				break
+			}
+		}
+	}
+	return newArray(w.d, path, zarray, zattrs, v1)
+}
+
+// consolidated builds the tree from a root .zmetadata, if there is one.
+func (w *walker) consolidated(ctx context.Context) (bool, error) {
+	data, err := w.get(ctx, ".zmetadata")
+	if errors.Is(err, zmap.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	var doc struct {
+		Metadata map[string]json.RawMessage `json:"metadata"`
+	}
+	if err := decodeJSON(data, &doc); err != nil || doc.Metadata == nil {
+		w.d.log.Warn("ignoring unreadable .zmetadata", "err", err)
+		return false, nil
+	}
+	groups := map[string]*Group{"": {Path: ""}}
+	var arrays []string
+	for key := range doc.Metadata {
+		dir, name := splitKey(key)
+		switch name {
+		case ".zgroup":
+			if groups[dir] == nil {
+				groups[dir] = &Group{Path: dir}
+			}
+		case ".zarray":
+			arrays = append(arrays, dir)
+		}
+	}
+	sort.Strings(arrays)
+	for _, p := range arrays {
+		var zattrs object
+		if raw, ok := doc.Metadata[zmap.Join(p, ".zattrs")]; ok {
+			zattrs, _ = parseObject(raw)
+		}
+		a := newArray(w.d, p, doc.Metadata[zmap.Join(p, ".zarray")], zattrs, nil)
+		w.d.arrays[p] = a
+		parent, _ := splitKey(p)
+		if g := groups[parent]; g != nil {
+			g.Arrays = append(g.Arrays, p)
+		}
+	}
+	for p, g := range groups {
+		if p == "" {
+			continue
+		}
+		parent, _ := splitKey(p)
+		if pg := groups[parent]; pg != nil {
+			pg.Groups = append(pg.Groups, p)
+		}
+		sort.Strings(g.Arrays)
+	}
+	for _, g := range groups {
+		sort.Strings(g.Groups)
+	}
+	w.d.groups = groups
+	return true, nil
+}
+
+// splitKey splits "a/b/c" into "a/b" and "c".
+func splitKey(key string) (dir, name string) {
+	if i := strings.LastIndexByte(key, '/'); i >= 0 {
+		return key[:i], key[i+1:]
+	}
+	return "", key
+}

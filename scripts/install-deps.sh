@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what nczarrfs needs to build, run and test on a fresh Debian
+# machine: FUSE, the reference tools that write test fixtures, jq, and the
+# Go modules. Packages already installed are left alone.
+#
+#   scripts/install-deps.sh          # everything for the tests
+#   scripts/install-deps.sh --run    # only what the demo needs
+set -euo pipefail
+
+run_only=false
+[[ ${1:-} == --run ]] && run_only=true
+
+packages=(fuse3 jq)
+if ! $run_only; then
+  packages+=(netcdf-bin python3-zarr python3-numcodecs python3-xarray python3-netcdf4 zip)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  sudo=""
+  [[ $(id -u) == 0 ]] || sudo=sudo
+  echo "installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+command -v go >/dev/null || { echo "Go is not installed (https://go.dev/dl/)" >&2; exit 1; }
+go mod download
