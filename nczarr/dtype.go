@@ -253,6 +253,10 @@ func putFloat(b []byte, f float64) {
 	}
 }
 
+// quietNaN is the NaN numpy writes (0x7ff8000000000000); Go's math.NaN()
+// has another payload, which would show in the bytes of data.
+var quietNaN = math.Float64frombits(0x7ff8000000000000)
+
 // jsonFloat reads a float fill value: a number or one of the strings
 // "NaN", "Infinity", "-Infinity" that Zarr uses for non-finite values.
 func jsonFloat(v any) (float64, error) {
@@ -262,7 +266,7 @@ func jsonFloat(v any) (float64, error) {
 	case string:
 		switch x {
 		case "NaN", "nan":
-			return math.NaN(), nil
+			return quietNaN, nil
 		case "Infinity", "inf":
 			return math.Inf(1), nil
 		case "-Infinity", "-inf":
