@@ -62,7 +62,9 @@ func newArray(d *Dataset, path string, zarray []byte, zattrs, v1 object) *Array 
 		}
 	}
 	a.Scalar = info.Scalar
-	a.DimNames = dimNames(info.DimRefs, zattrs, meta.Shape)
+	if !a.Scalar {
+		a.DimNames = dimNames(info.DimRefs, zattrs, meta.Shape)
+	}
 
 	a.ItemSize = meta.DType.Size
 	a.swap = meta.DType.swapUnit()

@@ -16,7 +16,7 @@ show() { printf '\n$ %s\n' "$*"; (cd "$mnt" && eval "$@"); }
 show ls -R
 show 'jq . .zattrs'
 show 'jq -c "{shape, chunks, dtype, fill_value}" temperature/.zarray'
-show 'ls -l temperature'
+show 'ls -la temperature'
 show 'od -A d -t f4 -w20 temperature/data'
 show 'od -A d -t d4 surface/level/data'
 show 'cat station/data; echo'

@@ -1,0 +1,68 @@
+package fusefs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/nczarrfs/nczarrfs/nczarr/codec"
+	"github.com/nczarrfs/nczarrfs/zmap"
+)
+
+func TestErrnoOf(t *testing.T) {
+	tests := []struct {
+		err  error
+		want syscall.Errno
+	}{
+		{nil, 0},
+		{fmt.Errorf("get g/v/.zarray: %w", zmap.ErrNotFound), syscall.ENOENT},
+		{fmt.Errorf("chunk v/0.0: %w", zmap.ErrPermission), syscall.EACCES},
+		{fmt.Errorf("chunk v/0.0: %w", context.Canceled), syscall.EINTR},
+		{fmt.Errorf("chunk v/0.0: %w", context.DeadlineExceeded), syscall.EIO},
+		{fmt.Errorf("chunk v/0.0: zlib: %w", codec.ErrCorrupt), syscall.EIO},
+		{fmt.Errorf("v/.zarray: %w", codec.ErrUnknown), syscall.EIO},
+		{fmt.Errorf("wrapped: %w", syscall.EROFS), syscall.EROFS},
+		{errors.New("anything else"), syscall.EIO},
+	}
+	for _, tt := range tests {
+		if got := errnoOf(tt.err); got != tt.want {
+			t.Errorf("errnoOf(%v) = %v, want %v", tt.err, got, tt.want)
+		}
+	}
+}
+
+func TestReporterLogsOncePerFailure(t *testing.T) {
+	var buf bytes.Buffer
+	r := &reporter{log: slog.New(slog.NewTextHandler(&buf, nil)), seen: map[string]bool{}}
+	bad := fmt.Errorf("chunk v/1.2: %w", codec.ErrCorrupt)
+	for i := 0; i < 5; i++ {
+		if e := r.errno("read data", "v", bad); e != syscall.EIO {
+			t.Fatalf("errno %v, want EIO", e)
+		}
+	}
+	r.errno("lookup", "x", fmt.Errorf("x: %w", zmap.ErrNotFound)) // expected: not logged
+	out := buf.String()
+	if n := strings.Count(out, "\n"); n != 1 || !strings.Contains(out, "v/1.2") {
+		t.Errorf("log has %d lines, want 1 naming v/1.2:\n%s", n, out)
+	}
+}
+
+func TestClamp(t *testing.T) {
+	buf := make([]byte, 10)
+	tests := []struct {
+		off, size int64
+		want      int
+	}{
+		{0, 100, 10}, {95, 100, 5}, {100, 100, 0}, {200, 100, 0}, {-1, 100, 0}, {0, 0, 0},
+	}
+	for _, tt := range tests {
+		if got := len(clamp(buf, tt.off, tt.size)); got != tt.want {
+			t.Errorf("clamp(off %d, size %d) = %d bytes, want %d", tt.off, tt.size, got, tt.want)
+		}
+	}
+}

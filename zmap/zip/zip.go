@@ -1,0 +1,503 @@
+// Package zip is the zmap backend for a dataset stored in a zip archive
+// (NCZarr "mode=zip", zarr-python's ZipStore).
+//
+// The archive's central directory is read once, with archive/zip, when the
+// store is opened; the key tree is built from it in memory. Entry data is
+// read from the underlying io.ReaderAt on demand: stored (uncompressed)
+// entries by byte range, deflated entries by inflating them.
+package zip
+
+import (
+	stdzip "archive/zip"
+	"bufio"
+	"bytes"
+	"compress/flate"
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/nczarrfs/nczarrfs/zmap"
+)
+
+// ErrNotZip is wrapped by the error Open and New return when the data is
+// not a zip archive (no valid end-of-central-directory record, or a
+// truncated or malformed central directory).
+var ErrNotZip = errors.New("not a zip file")
+
+// rootMarkers are the objects that mark a folder as the root of a Zarr or
+// NCZarr dataset.
+var rootMarkers = []string{".zgroup", ".zattrs", ".zarray", ".nczarr"}
+
+// maxDeflateRatio bounds how much deflate can expand its input (the format
+// allows at most about 1032:1). An entry claiming more is corrupt; the
+// bound also keeps a forged size from making us allocate memory the data
+// cannot fill.
+const maxDeflateRatio = 1032
+
+// Store is a zmap.Store over a zip archive. It is safe for concurrent use
+// as long as the io.ReaderAt it reads is (an *os.File is).
+//
+// Directory entries, entries whose names are absolute or hold "", "." or
+// ".." segments, and entries outside the dataset root are not part of the
+// store. When an archive holds the same name twice, the later entry wins.
+// When a name is both an object and a prefix of other objects ("a" and
+// "a/b"), Search lists it as a Dir, and Get still reads the object.
+//
+// Get verifies each entry's CRC-32. ReadAt of a stored entry reads just the
+// requested range, so it cannot verify the CRC. ReadAt of a deflated entry
+// inflates the entry from its start on every call, verifying its CRC, and
+// keeps only the requested bytes: memory stays small, but reading a large
+// deflated entry piece by piece costs time quadratic in its size. Nothing
+// is cached.
+type Store struct {
+	r       io.ReaderAt
+	size    int64
+	closer  io.Closer // the file Open opened; nil after New
+	root    string
+	objects map[string]*object      // key -> entry
+	dirs    map[string][]zmap.Entry // prefix -> children, sorted
+}
+
+var _ zmap.Store = (*Store)(nil)
+
+// object is one entry of the archive.
+type object struct {
+	f *stdzip.File
+
+	once   sync.Once // guards off and offErr
+	off    int64     // absolute offset of the entry's data
+	offErr error
+}
+
+// Open opens the zip archive at path. The Store closes the file on Close.
+func Open(path string) (*Store, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("zip: open dataset: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("zip: open dataset: %w", err)
+	}
+	if fi.IsDir() {
+		f.Close()
+		return nil, fmt.Errorf("zip: %s: is a directory: %w", path, ErrNotZip)
+	}
+	s, err := newStore(f, fi.Size())
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("zip: %s: %w", path, err)
+	}
+	s.closer = f
+	return s, nil
+}
+
+// New returns a Store over the zip archive of size bytes that r reads.
+// The caller keeps ownership of r: Close does not close it.
+//
+// Data that is not a zip archive gives an error wrapping ErrNotZip. An
+// archive whose central directory gives an entry impossible sizes gives a
+// "corrupt archive" error wrapping archive/zip's ErrFormat.
+func New(r io.ReaderAt, size int64) (*Store, error) {
+	s, err := newStore(r, size)
+	if err != nil {
+		return nil, fmt.Errorf("zip: %w", err)
+	}
+	return s, nil
+}
+
+// newStore is New with errors that do not name the package.
+func newStore(r io.ReaderAt, size int64) (*Store, error) {
+	zr, err := stdzip.NewReader(r, size)
+	// archive/zip returns a usable reader along with ErrInsecurePath when
+	// GODEBUG=zipinsecurepath=0; such names are filtered out below.
+	if err != nil && !errors.Is(err, stdzip.ErrInsecurePath) {
+		if errors.Is(err, stdzip.ErrFormat) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, fmt.Errorf("%w (%w)", ErrNotZip, err)
+		}
+		return nil, fmt.Errorf("reading central directory: %w", err)
+	}
+	s := &Store{r: r, size: size}
+	if err := s.build(zr.File); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Root returns the folder inside the archive that holds the dataset, ""
+// when the dataset is at the archive's top level.
+//
+// zarr-python writes the dataset at the top level; netcdf-c writes
+// whatever "zip -r x.zip x.file" produces, with one top folder. The root is
+// the top level when it holds a marker object (".zgroup", ".zattrs",
+// ".zarray" or ".nczarr"); otherwise the only top folder, when every entry
+// lies under it and it holds a marker object directly; otherwise the top.
+func (s *Store) Root() string { return s.root }
+
+// build filters the archive's entries, finds the dataset root and builds
+// the key tree.
+func (s *Store) build(files []*stdzip.File) error {
+	byName := make(map[string]*stdzip.File, len(files))
+	for _, f := range files {
+		if strings.HasSuffix(f.Name, "/") || f.Mode().IsDir() || !validKey(f.Name) {
+			continue
+		}
+		if err := s.checkSizes(f); err != nil {
+			return err
+		}
+		byName[f.Name] = f // the later entry wins
+	}
+	s.root = findRoot(byName)
+	lead := ""
+	if s.root != "" {
+		lead = s.root + "/"
+	}
+
+	s.objects = make(map[string]*object, len(byName))
+	children := map[string]map[string]bool{} // prefix -> child name -> is a dir
+	kids := func(prefix string) map[string]bool {
+		m := children[prefix]
+		if m == nil {
+			m = map[string]bool{}
+			children[prefix] = m
+		}
+		return m
+	}
+	for name, f := range byName {
+		key := strings.TrimPrefix(name, lead)
+		s.objects[key] = &object{f: f}
+		parent, base := splitKey(key)
+		m := kids(parent)
+		m[base] = m[base] // present; stays a Dir if it already is one
+		// Mark each ancestor a Dir in its parent, up to the first one
+		// already marked.
+		for parent != "" {
+			parent, base = splitKey(parent)
+			m := kids(parent)
+			if m[base] {
+				break
+			}
+			m[base] = true
+		}
+	}
+
+	s.dirs = make(map[string][]zmap.Entry, len(children))
+	for prefix, kids := range children {
+		entries := make([]zmap.Entry, 0, len(kids))
+		for name, isDir := range kids {
+			e := zmap.Entry{Name: name, Dir: isDir}
+			if !isDir {
+				e.Size = int64(s.objects[zmap.Join(prefix, name)].f.UncompressedSize64)
+			}
+			entries = append(entries, e)
+		}
+		slices.SortFunc(entries, func(a, b zmap.Entry) int { return strings.Compare(a.Name, b.Name) })
+		s.dirs[prefix] = entries
+	}
+	return nil
+}
+
+// checkSizes rejects an entry whose sizes in the central directory cannot
+// be right, so that no size the store reports is absurd and no read
+// allocates memory the data cannot fill.
+func (s *Store) checkSizes(f *stdzip.File) error {
+	c, u := f.CompressedSize64, f.UncompressedSize64
+	var problem string
+	switch {
+	case c > uint64(s.size):
+		problem = fmt.Sprintf("compressed size %d exceeds the archive size %d", c, s.size)
+	case u > 1<<62:
+		problem = fmt.Sprintf("size %d is too large", u)
+	case f.Method == stdzip.Store && f.Flags&flagEncrypted == 0 && c != u:
+		problem = fmt.Sprintf("stored entry's compressed size %d differs from its size %d", c, u)
+	case f.Method == stdzip.Deflate && u > c*maxDeflateRatio+1024:
+		problem = fmt.Sprintf("size %d is impossible for %d deflated bytes", u, c)
+	default:
+		return nil
+	}
+	return fmt.Errorf("corrupt archive: entry %q: %s: %w", f.Name, problem, stdzip.ErrFormat)
+}
+
+// splitKey splits key into its parent prefix and last segment.
+func splitKey(key string) (parent, base string) {
+	if i := strings.LastIndexByte(key, '/'); i >= 0 {
+		return key[:i], key[i+1:]
+	}
+	return "", key
+}
+
+// findRoot applies the rule documented on Root to the valid entry names.
+func findRoot(byName map[string]*stdzip.File) string {
+	hasMarker := func(folder string) bool {
+		for _, m := range rootMarkers {
+			if _, ok := byName[zmap.Join(folder, m)]; ok {
+				return true
+			}
+		}
+		return false
+	}
+	if hasMarker("") {
+		return ""
+	}
+	top := ""
+	for name := range byName {
+		folder, _, nested := strings.Cut(name, "/")
+		if !nested || (top != "" && folder != top) {
+			return "" // an object at the top, or a second top folder
+		}
+		top = folder
+	}
+	if top != "" && hasMarker(top) {
+		return top
+	}
+	return ""
+}
+
+// Get returns the whole content of the entry key, checking its CRC-32.
+func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
+	o, err := s.lookup(ctx, "get", key)
+	if err != nil {
+		return nil, err
+	}
+	b, err := s.read(ctx, o)
+	if err != nil {
+		return nil, fmt.Errorf("zip: get %q: %w", key, err)
+	}
+	return b, nil
+}
+
+// ReadAt reads len(p) bytes of the entry key at offset off.
+func (s *Store) ReadAt(ctx context.Context, key string, p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("zip: readat %q: negative offset %d", key, off)
+	}
+	o, err := s.lookup(ctx, "readat", key)
+	if err != nil {
+		return 0, err
+	}
+	size := int64(o.f.UncompressedSize64)
+	if off >= size {
+		if len(p) == 0 && off == size {
+			return 0, nil
+		}
+		return 0, io.EOF
+	}
+	want := int(min(int64(len(p)), size-off))
+	var n int
+	if o.f.Method == stdzip.Store && o.f.Flags&flagEncrypted == 0 {
+		n, err = s.readStored(o, p[:want], off)
+	} else {
+		n, err = s.readInflated(ctx, o, p[:want], off)
+	}
+	if err != nil {
+		return n, fmt.Errorf("zip: readat %q: %w", key, err)
+	}
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// Size returns the uncompressed size of the entry key.
+func (s *Store) Size(ctx context.Context, key string) (int64, error) {
+	o, err := s.lookup(ctx, "size", key)
+	if err != nil {
+		return 0, err
+	}
+	return int64(o.f.UncompressedSize64), nil
+}
+
+// Search returns the children of prefix from the tree built at open.
+func (s *Store) Search(ctx context.Context, prefix string) ([]zmap.Entry, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("zip: search %q: %w", prefix, err)
+	}
+	return slices.Clone(s.dirs[prefix]), nil
+}
+
+// Close closes the file Open opened; it does nothing for a Store from New.
+func (s *Store) Close() error {
+	if s.closer == nil {
+		return nil
+	}
+	return s.closer.Close()
+}
+
+func (s *Store) lookup(ctx context.Context, op, key string) (*object, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("zip: %s %q: %w", op, key, err)
+	}
+	o, ok := s.objects[key]
+	if !ok {
+		return nil, fmt.Errorf("zip: %s %q: %w", op, key, zmap.ErrNotFound)
+	}
+	return o, nil
+}
+
+// flagEncrypted is bit 0 of the general purpose flags: the entry is
+// encrypted, which archive/zip does not support.
+const flagEncrypted = 0x1
+
+// dataOffset returns the absolute offset of o's data, reading its local
+// header the first time only.
+func (s *Store) dataOffset(o *object) (int64, error) {
+	o.once.Do(func() {
+		off, err := o.f.DataOffset()
+		switch {
+		case err != nil:
+			o.offErr = fmt.Errorf("reading local header: %w", err)
+		case off < 0 || off > s.size || int64(o.f.CompressedSize64) > s.size-off:
+			o.offErr = fmt.Errorf("entry data [%d, +%d) lies outside the archive of %d bytes", off, o.f.CompressedSize64, s.size)
+		default:
+			o.off = off
+		}
+	})
+	return o.off, o.offErr
+}
+
+// readStored reads len(p) bytes at off of a stored entry, which the caller
+// has checked lie inside the entry.
+func (s *Store) readStored(o *object, p []byte, off int64) (int, error) {
+	base, err := s.dataOffset(o)
+	if err != nil {
+		return 0, err
+	}
+	n, err := s.r.ReadAt(p, base+off)
+	if n == len(p) {
+		return n, nil // io.ReaderAt may report io.EOF at the archive's end
+	}
+	if err == nil || err == io.EOF {
+		err = io.ErrUnexpectedEOF // the archive is shorter than it claimed
+	}
+	return n, err
+}
+
+// read returns the whole content of o, checking its size and CRC-32.
+func (s *Store) read(ctx context.Context, o *object) ([]byte, error) {
+	size := int64(o.f.UncompressedSize64)
+	if o.f.Method == stdzip.Store && o.f.Flags&flagEncrypted == 0 {
+		b := make([]byte, size)
+		if _, err := s.readStored(o, b, 0); err != nil {
+			return nil, err
+		}
+		if got := crc32.ChecksumIEEE(b); got != o.f.CRC32 {
+			return nil, checksumError(o, got)
+		}
+		return b, nil
+	}
+	var buf bytes.Buffer
+	// Trust the claimed size only so far: the buffer grows if the data
+	// really is that large.
+	buf.Grow(int(min(size, 64<<20)))
+	if err := s.inflate(ctx, o, &buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// readInflated inflates o and keeps len(p) bytes from off, which the
+// caller has checked lie inside the entry.
+func (s *Store) readInflated(ctx context.Context, o *object, p []byte, off int64) (int, error) {
+	w := &window{p: p, off: off}
+	if err := s.inflate(ctx, o, w); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// inflate decompresses o into w, failing unless exactly the entry's size
+// comes out and its CRC-32 matches.
+func (s *Store) inflate(ctx context.Context, o *object, w io.Writer) error {
+	if o.f.Flags&flagEncrypted != 0 {
+		return errors.New("encrypted entries are not supported")
+	}
+	if o.f.Method != stdzip.Deflate {
+		return fmt.Errorf("compression method %d is not supported", o.f.Method)
+	}
+	base, err := s.dataOffset(o)
+	if err != nil {
+		return err
+	}
+	csize := int64(o.f.CompressedSize64)
+	// Read the compressed data in few large calls (one for usual chunk
+	// sizes): the ReaderAt may be remote.
+	bufSize := int(min(max(csize, 4096), 4<<20))
+	src := bufio.NewReaderSize(ctxReader{ctx, io.NewSectionReader(s.r, base, csize)}, bufSize)
+	fr := flate.NewReader(src)
+	defer fr.Close()
+	h := crc32.NewIEEE()
+	size := int64(o.f.UncompressedSize64)
+	// Copy one byte more than the entry's size to catch an entry that
+	// inflates to more than it claims.
+	n, err := io.Copy(io.MultiWriter(w, h), io.LimitReader(fr, size+1))
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil:
+		return fmt.Errorf("inflating: %w", err)
+	case n != size:
+		return fmt.Errorf("inflating: got %d bytes, the central directory says %d: %w", n, size, stdzip.ErrFormat)
+	}
+	if got := h.Sum32(); got != o.f.CRC32 {
+		return checksumError(o, got)
+	}
+	return nil
+}
+
+func checksumError(o *object, got uint32) error {
+	return fmt.Errorf("CRC-32 %08x, the central directory says %08x: %w", got, o.f.CRC32, stdzip.ErrChecksum)
+}
+
+// window is an io.Writer that keeps the bytes written at offsets
+// [off, off+len(p)) of its input in p and discards the rest.
+type window struct {
+	p   []byte
+	off int64 // input offset of p[0]
+	pos int64 // input bytes written so far
+}
+
+func (w *window) Write(b []byte) (int, error) {
+	start, end := w.pos, w.pos+int64(len(b))
+	w.pos = end
+	lo, hi := max(start, w.off), min(end, w.off+int64(len(w.p)))
+	if lo < hi {
+		copy(w.p[lo-w.off:hi-w.off], b[lo-start:hi-start])
+	}
+	return len(b), nil
+}
+
+// ctxReader stops reading once ctx is done, so that a long inflate returns
+// promptly after cancellation.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// validKey reports whether name is a canonical zmap key: non-empty
+// slash-separated segments, none of them "." or "..". This drops absolute
+// names and names that would climb out of the archive.
+func validKey(name string) bool {
+	if name == "" || strings.IndexByte(name, 0) >= 0 {
+		return false
+	}
+	for seg := range strings.SplitSeq(name, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return false
+		}
+	}
+	return true
+}
