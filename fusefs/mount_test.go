@@ -1,0 +1,178 @@
+package fusefs
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"testing/fstest"
+
+	"github.com/nczarrfs/nczarrfs/cache"
+	"github.com/nczarrfs/nczarrfs/nczarr"
+	"github.com/nczarrfs/nczarrfs/zmap"
+	zmapzip "github.com/nczarrfs/nczarrfs/zmap/zip"
+)
+
+// sample is the bundled dataset written by netcdf-c's ncgen.
+const sample = "../examples/sample.zip"
+
+// mountStore mounts the dataset in store in-process and unmounts it when
+// the test ends; any mount error fails the test.
+func mountStore(t *testing.T, store zmap.Store) string {
+	t.Helper()
+	ds, err := nczarr.Open(context.Background(), store, nczarr.Options{Cache: cache.New(1 << 20)})
+	if err != nil {
+		t.Fatalf("open dataset: %v", err)
+	}
+	mnt := t.TempDir()
+	server, err := Mount(mnt, ds, store, Options{FsName: "test"})
+	if err != nil {
+		t.Fatalf("mount: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := server.Unmount(); err != nil {
+			t.Errorf("unmount: %v", err)
+		}
+		server.Wait()
+	})
+	return mnt
+}
+
+func mountSample(t *testing.T) (string, map[string][]byte) {
+	t.Helper()
+	store, err := zmapzip.Open(sample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	// What the archive holds, keyed relative to the dataset root.
+	zr, err := zip.OpenReader(sample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zr.Close()
+	objects := map[string][]byte{}
+	for _, f := range zr.File {
+		if strings.HasSuffix(f.Name, "/") {
+			continue
+		}
+		rc, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		objects[strings.TrimPrefix(f.Name, store.Root()+"/")] = b
+	}
+	return mountStore(t, store), objects
+}
+
+func TestMountedTreeMirrorsStore(t *testing.T) {
+	mnt, objects := mountSample(t)
+	var expected []string
+	for key, want := range objects {
+		expected = append(expected, key)
+		got, err := os.ReadFile(filepath.Join(mnt, key))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: read %d bytes (%v), want the %d stored", key, len(got), err, len(want))
+		}
+	}
+	for _, a := range []string{"temperature", "time", "lat", "lon", "station", "surface/level"} {
+		expected = append(expected, a+"/"+DataName)
+	}
+	// fstest checks ReadDir, Stat, Open and Read agree everywhere.
+	if err := fstest.TestFS(os.DirFS(mnt), expected...); err != nil {
+		t.Error(err)
+	}
+	// Nothing else is listed.
+	var listed []string
+	filepath.WalkDir(mnt, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			t.Error(err)
+			return nil
+		}
+		if !d.IsDir() {
+			rel, _ := filepath.Rel(mnt, p)
+			listed = append(listed, rel)
+		}
+		return nil
+	})
+	if len(listed) != len(expected) {
+		t.Errorf("listed %d files, want %d: %v", len(listed), len(expected), listed)
+	}
+}
+
+func TestWritesFailWithEROFS(t *testing.T) {
+	mnt, _ := mountSample(t)
+	existing := filepath.Join(mnt, "temperature", ".zarray")
+	ops := []struct {
+		name string
+		fn   func() error
+	}{
+		{"create", func() error { return os.WriteFile(filepath.Join(mnt, "new"), []byte("x"), 0o644) }},
+		{"open for write", func() error {
+			f, err := os.OpenFile(existing, os.O_WRONLY, 0)
+			if err == nil {
+				f.Close()
+			}
+			return err
+		}},
+		{"mkdir", func() error { return os.Mkdir(filepath.Join(mnt, "d"), 0o755) }},
+		{"remove", func() error { return os.Remove(existing) }},
+		{"rename", func() error { return os.Rename(existing, existing+".bak") }},
+		{"truncate", func() error { return os.Truncate(existing, 0) }},
+		{"chmod", func() error { return os.Chmod(existing, 0o777) }},
+	}
+	for _, op := range ops {
+		if err := op.fn(); !errors.Is(err, syscall.EROFS) {
+			t.Errorf("%s: err = %v, want EROFS", op.name, err)
+		}
+	}
+}
+
+func TestStatSizes(t *testing.T) {
+	mnt, _ := mountSample(t)
+	// shape [4,3,5] float32, [2] int32, [5] char (1 byte each).
+	for path, size := range map[string]int64{"temperature/data": 240, "surface/level/data": 8, "station/data": 5} {
+		info, err := os.Stat(filepath.Join(mnt, path))
+		if err != nil || info.Size() != size || info.Mode().Perm() != 0o444 {
+			t.Errorf("stat %s = %v, %v; want size %d, mode 0444", path, info, err, size)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(mnt, "nosuch")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("stat of a missing name: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(mnt, "temperature", "9.9.9")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("stat of a chunk that is not stored: %v", err)
+	}
+}
+
+func TestMountOptions(t *testing.T) {
+	// The mount shows as read-only fuse.nczarrfs in the mount table.
+	mnt, _ := mountSample(t)
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 5 && f[4] == mnt {
+			if !strings.Contains(line, "fuse.nczarrfs") || !strings.HasPrefix(f[5], "ro") {
+				t.Errorf("mountinfo line %q: want fstype fuse.nczarrfs, options ro", line)
+			}
+			return
+		}
+	}
+	t.Errorf("%s not in mountinfo", mnt)
+}
+
