@@ -175,4 +175,3 @@ func TestMountOptions(t *testing.T) {
 	}
 	t.Errorf("%s not in mountinfo", mnt)
 }
-

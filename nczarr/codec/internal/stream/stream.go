@@ -150,7 +150,7 @@ func Zlib(dst, src []byte, size, maxSize int) ([]byte, error) {
 		}
 	}
 	defer zlibReaders.Put(zr)
-	return readInto(dst, zr, size, maxSize, "zlib")
+	return Read(dst, zr, size, maxSize, "zlib")
 }
 
 var gzipReaders = sync.Pool{New: func() any { return new(gzip.Reader) }}
@@ -165,7 +165,7 @@ func Gzip(dst, src []byte, size, maxSize int) ([]byte, error) {
 	if err := zr.Reset(br); err != nil {
 		return nil, fmt.Errorf("%w: gzip: %v", codec.ErrCorrupt, err)
 	}
-	return readInto(dst, zr, size, maxSize, "gzip")
+	return Read(dst, zr, size, maxSize, "gzip")
 }
 
 // Bzip2 decodes a bzip2 stream. The standard library's decoder cannot be
@@ -174,12 +174,12 @@ func Bzip2(dst, src []byte, size, maxSize int) ([]byte, error) {
 	br := byteReaders.Get().(*bytes.Reader)
 	defer byteReaders.Put(br)
 	br.Reset(src)
-	return readInto(dst, bzip2.NewReader(br), size, maxSize, "bz2")
+	return Read(dst, bzip2.NewReader(br), size, maxSize, "bz2")
 }
 
-// readInto is ReadExact when size is known and ReadAll otherwise, with
+// Read is ReadExact when size is known and ReadAll otherwise, with
 // errors naming the format.
-func readInto(dst []byte, r io.Reader, size, maxSize int, format string) ([]byte, error) {
+func Read(dst []byte, r io.Reader, size, maxSize int, format string) ([]byte, error) {
 	if size >= 0 {
 		dst = Grow(dst, size)[:size]
 		if err := ReadExact(dst, r, size); err != nil {
