@@ -80,6 +80,8 @@ func Mount(mountpoint string, ds *nczarr.Dataset, store zmap.Store, opts Options
 			Debug:        opts.Debug,
 			AllowOther:   opts.AllowOther,
 			MaxReadAhead: 1 << 20,
+			// Large requests: one READ may then cover a whole row of chunks.
+			MaxWrite: 1 << 20,
 		},
 	}
 	return fs.Mount(mountpoint, NewRoot(ds, store, opts.Logger), fsOpts)

@@ -13,6 +13,9 @@ import (
 	"os"
 
 	"github.com/urfave/cli/v2"
+
+	// Every codec of the engine registers itself.
+	_ "github.com/nczarrfs/nczarrfs/nczarr/codec/all"
 )
 
 func main() {
