@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sync"
 	"syscall"
 	"time"
 
@@ -118,6 +119,12 @@ type dir struct {
 	t     *tree
 	key   string
 	array *nczarr.Array // nil unless this is an array
+
+	// listing is the last Search of key, kept so that the lookups that
+	// follow a readdir (ls -l) cost no store request: on S3 each would be
+	// a HEAD. The store is immutable while mounted.
+	mu      sync.Mutex
+	listing map[string]zmap.Entry // GUARDED_BY(mu); nil until Readdir
 }
 
 var (
@@ -141,6 +148,20 @@ func (d *dir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.
 	key := zmap.Join(d.key, name)
 	if d.t.ds.Group(key) != nil || d.t.ds.Array(key) != nil {
 		return d.newDir(ctx, key, out), 0
+	}
+	d.mu.Lock()
+	listing := d.listing
+	d.mu.Unlock()
+	if listing != nil {
+		e, ok := listing[name]
+		switch {
+		case !ok:
+			return nil, syscall.ENOENT
+		case e.Dir:
+			return d.newDir(ctx, key, out), 0
+		default:
+			return d.newObject(ctx, key, e.Size, out), 0
+		}
 	}
 	size, err := d.t.store.Size(ctx, key)
 	if err == nil {
@@ -178,6 +199,13 @@ func (d *dir) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 	if err != nil {
 		return nil, d.t.rep.errno("readdir", d.key, err)
 	}
+	listing := make(map[string]zmap.Entry, len(entries))
+	for _, e := range entries {
+		listing[e.Name] = e
+	}
+	d.mu.Lock()
+	d.listing = listing
+	d.mu.Unlock()
 	list := make([]fuse.DirEntry, 0, len(entries)+1)
 	if d.array != nil {
 		list = append(list, fuse.DirEntry{Name: DataName, Mode: fuse.S_IFREG, Ino: ino('a', d.array.Path)})
