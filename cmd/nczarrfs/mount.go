@@ -10,8 +10,10 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
+	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/urfave/cli/v2"
 
 	"github.com/nczarrfs/nczarrfs/cache"
@@ -66,8 +68,23 @@ func runMount(c *cli.Context) error {
 		return err
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
+	// SIGINT/SIGTERM cancel whatever is under way; once mounted (even
+	// while the mount handshake is still in progress) they unmount.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var server atomic.Pointer[fuse.Server]
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		for sig := range sigs {
+			log.Info("stopping", "signal", sig.String(), "mountpoint", mountpoint)
+			cancel()
+			if s := server.Load(); s != nil {
+				unmount(s, log)
+			}
+		}
+	}()
 
 	parsed, err := source.Parse(src)
 	if err != nil {
@@ -95,7 +112,7 @@ func runMount(c *cli.Context) error {
 	log.Debug("opened dataset", "source", src, "generation", ds.Generation,
 		"groups", len(ds.Groups()), "arrays", len(ds.Arrays()))
 
-	server, err := fusefs.Mount(mountpoint, ds, store, fusefs.Options{
+	srv, err := fusefs.Mount(mountpoint, ds, store, fusefs.Options{
 		Logger:     log,
 		FsName:     source.Redact(src),
 		Debug:      c.Bool("debug"),
@@ -104,22 +121,21 @@ func runMount(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("mounting at %s: %w", mountpoint, err)
 	}
-
-	// Unmount on the first SIGINT/SIGTERM; Wait returns once the kernel
-	// has let go, whether we or fusermount3 -u unmounted.
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	go func() {
-		for sig := range sigs {
-			log.Info("unmounting", "signal", sig.String(), "mountpoint", mountpoint)
-			if err := server.Unmount(); err != nil {
-				log.Error("unmount failed; is the mountpoint busy?", "err", err)
-			}
-		}
-	}()
-	server.Wait()
+	server.Store(srv)
+	if ctx.Err() != nil {
+		// A signal came while the mount was being set up.
+		unmount(srv, log)
+	}
+	// Wait returns once the kernel has let go, whether we or
+	// fusermount3 -u unmounted.
+	srv.Wait()
 	return nil
+}
+
+func unmount(s *fuse.Server, log *slog.Logger) {
+	if err := s.Unmount(); err != nil {
+		log.Error("unmount failed; is the mountpoint busy?", "err", err)
+	}
 }
 
 // checkMountpoint says clearly what is wrong with a mountpoint.
