@@ -278,7 +278,13 @@ func (n *data) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut)
 	return 0
 }
 
+// Open fails at once for an array whose metadata or codecs cannot be used:
+// its size may be unknown (0), and the kernel would then answer reads with
+// an empty file instead of asking us.
 func (n *data) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	if n.array.Err != nil {
+		return nil, 0, n.t.rep.errno("open data", n.array.Path, n.array.Err)
+	}
 	return openReadOnly(flags)
 }
 

@@ -89,7 +89,7 @@ func ID(config json.RawMessage) (string, error) {
 	}
 	// NCZarr may name a filter by its HDF5 number.
 	var n json.Number
-	if err := json.Unmarshal(c.ID, &n); err == nil {
+	if err := json.Unmarshal(c.ID, &n); err == nil && n != "" {
 		return n.String(), nil
 	}
 	return "", fmt.Errorf("codec configuration %s has no id", config)

@@ -135,8 +135,8 @@ func (Codec) Decode(dst, src []byte, size, max int) ([]byte, error) {
 	return Decode(dst, src, size, max)
 }
 
-// scratch holds the per-call temporary block buffer.
-type scratch struct{ tmp []byte }
+// scratch holds the per-call temporary block buffers.
+type scratch struct{ tmp, tmp2 []byte }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
@@ -173,13 +173,16 @@ func Decode(dst, src []byte, size, maxSize int) ([]byte, error) {
 	if cap(sc.tmp) < h.BlockSize {
 		sc.tmp = make([]byte, h.BlockSize)
 	}
+	if h.Flags&FlagBitShuffle != 0 && cap(sc.tmp2) < h.BlockSize {
+		sc.tmp2 = make([]byte, h.BlockSize)
+	}
 	for j := 0; j < nblocks; j++ {
 		start := int(int32(binary.LittleEndian.Uint32(src[HeaderSize+4*j:])))
 		if start < tableEnd || start >= len(src) {
 			return nil, fmt.Errorf("%w: blosc block %d starts at %d, outside the frame", codec.ErrCorrupt, j, start)
 		}
 		out := dst[j*h.BlockSize : min((j+1)*h.BlockSize, h.NBytes)]
-		if err := decodeBlock(h, out, src[start:], j == nblocks-1 && len(out) < h.BlockSize, sc.tmp[:len(out)]); err != nil {
+		if err := decodeBlock(h, out, src[start:], j == nblocks-1 && len(out) < h.BlockSize, sc); err != nil {
 			return nil, fmt.Errorf("blosc block %d: %w", j, err)
 		}
 	}
@@ -187,8 +190,9 @@ func Decode(dst, src []byte, size, maxSize int) ([]byte, error) {
 }
 
 // decodeBlock decodes the block whose streams start at src into out,
-// using tmp (len(out) bytes) for the shuffled form.
-func decodeBlock(h Header, out, src []byte, leftover bool, tmp []byte) error {
+// using the scratch buffers for the shuffled form.
+func decodeBlock(h Header, out, src []byte, leftover bool, sc *scratch) error {
+	tmp := sc.tmp[:len(out)]
 	typesize := h.TypeSize
 	doShuffle := h.Flags&FlagShuffle != 0 && typesize > 1
 	doBitShuffle := !doShuffle && h.Flags&FlagBitShuffle != 0 && len(out) >= typesize
@@ -220,7 +224,7 @@ func decodeBlock(h Header, out, src []byte, leftover bool, tmp []byte) error {
 	case doShuffle:
 		shuffle.Unshuffle(out, tmp, typesize)
 	case doBitShuffle:
-		bitUnshuffle(h.Version, out, tmp, typesize)
+		bitUnshuffle(h.Version, out, tmp, sc.tmp2[:len(out)], typesize)
 	}
 	return nil
 }
@@ -269,7 +273,7 @@ func decodeStream(h Header, out, src []byte) error {
 // frames (every c-blosc 1.x) bit-shuffle a block only when its element
 // count is a multiple of 8 and store it as is otherwise; later versions
 // bit-shuffle the largest multiple of 8 elements and store the rest as is.
-func bitUnshuffle(version uint8, out, tmp []byte, typesize int) {
+func bitUnshuffle(version uint8, out, tmp, tmp2 []byte, typesize int) {
 	count := len(out) / typesize
 	if version == 2 && count%8 != 0 {
 		copy(out, tmp)
@@ -277,6 +281,6 @@ func bitUnshuffle(version uint8, out, tmp []byte, typesize int) {
 	}
 	count -= count % 8
 	done := count * typesize
-	shuffle.BitUnshuffle(out[:done], tmp[:done], count, typesize)
+	shuffle.BitUnshuffle(out[:done], tmp[:done], tmp2, count, typesize)
 	copy(out[done:], tmp[done:])
 }

@@ -65,35 +65,74 @@ func unshuffle8(dst, src []byte, count int) {
 }
 
 // BitUnshuffle undoes the bit shuffle of count elements of typesize bytes
-// (count a multiple of 8) from src into dst, which must not overlap and
-// must each hold count*typesize bytes.
+// (count a multiple of 8) from src into dst; tmp is scratch of the same
+// size, needed when typesize > 1. None of the three may overlap.
 //
 // The shuffled layout has one row of count bits for every bit k of every
 // byte j of an element, rows ordered by j then k; within a row, element i
-// is bit i%8 of byte i/8.
-func BitUnshuffle(dst, src []byte, count, typesize int) {
+// is bit i%8 of byte i/8. Undoing it transposes bits back into the
+// byte-shuffled layout (byte j of every element, then byte j+1), which a
+// byte unshuffle then turns into elements.
+func BitUnshuffle(dst, src, tmp []byte, count, typesize int) {
 	rowBytes := count / 8
+	n := count * typesize
+	bs := dst[:n]
+	if typesize > 1 {
+		bs = tmp[:n]
+	}
 	for j := 0; j < typesize; j++ {
 		rows := src[j*8*rowBytes : (j+1)*8*rowBytes]
-		for g := 0; g < rowBytes; g++ {
-			// Gather bit k of byte j of the 8 elements of group g into
-			// byte k of x, then transpose the 8x8 bit matrix so byte r of x
-			// becomes byte j of element 8g+r.
-			x := uint64(rows[g]) |
-				uint64(rows[rowBytes+g])<<8 |
-				uint64(rows[2*rowBytes+g])<<16 |
-				uint64(rows[3*rowBytes+g])<<24 |
-				uint64(rows[4*rowBytes+g])<<32 |
-				uint64(rows[5*rowBytes+g])<<40 |
-				uint64(rows[6*rowBytes+g])<<48 |
-				uint64(rows[7*rowBytes+g])<<56
-			x = transpose8x8(x)
-			base := 8*g*typesize + j
-			for r := 0; r < 8; r++ {
-				dst[base+r*typesize] = byte(x >> (8 * r))
+		out := bs[j*count : (j+1)*count]
+		g := 0
+		// Eight groups of eight elements at a time: load 8 bytes from each
+		// of the 8 bit rows, transpose the bytes so that word m holds the
+		// 8 bit-row bytes of group g+m, then transpose each word's bits.
+		for ; g+8 <= rowBytes; g += 8 {
+			var r [8]uint64
+			for k := range r {
+				r[k] = binary.LittleEndian.Uint64(rows[k*rowBytes+g:])
+			}
+			transposeBytes(&r)
+			o := out[8*g : 8*g+64]
+			for m, x := range r {
+				binary.LittleEndian.PutUint64(o[8*m:], transpose8x8(x))
 			}
 		}
+		for ; g < rowBytes; g++ {
+			var x uint64
+			for k := 0; k < 8; k++ {
+				x |= uint64(rows[k*rowBytes+g]) << (8 * k)
+			}
+			binary.LittleEndian.PutUint64(out[8*g:], transpose8x8(x))
+		}
 	}
+	if typesize > 1 {
+		Unshuffle(dst[:n], bs, typesize)
+	}
+}
+
+// transposeBytes transposes the 8x8 byte matrix whose row k is r[k] (byte
+// m of r[k] being column m), by swapping ever smaller blocks.
+func transposeBytes(r *[8]uint64) {
+	const (
+		lo32, hi32 = 0x00000000FFFFFFFF, 0xFFFFFFFF00000000
+		lo16, hi16 = 0x0000FFFF0000FFFF, 0xFFFF0000FFFF0000
+		lo8, hi8   = 0x00FF00FF00FF00FF, 0xFF00FF00FF00FF00
+	)
+	r0, r1, r2, r3, r4, r5, r6, r7 := r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]
+	r0, r4 = r0&lo32|r4<<32, r0>>32|r4&hi32
+	r1, r5 = r1&lo32|r5<<32, r1>>32|r5&hi32
+	r2, r6 = r2&lo32|r6<<32, r2>>32|r6&hi32
+	r3, r7 = r3&lo32|r7<<32, r3>>32|r7&hi32
+	r0, r2 = r0&lo16|(r2&lo16)<<16, (r0>>16)&lo16|r2&hi16
+	r1, r3 = r1&lo16|(r3&lo16)<<16, (r1>>16)&lo16|r3&hi16
+	r4, r6 = r4&lo16|(r6&lo16)<<16, (r4>>16)&lo16|r6&hi16
+	r5, r7 = r5&lo16|(r7&lo16)<<16, (r5>>16)&lo16|r7&hi16
+	r0, r1 = r0&lo8|(r1&lo8)<<8, (r0>>8)&lo8|r1&hi8
+	r2, r3 = r2&lo8|(r3&lo8)<<8, (r2>>8)&lo8|r3&hi8
+	r4, r5 = r4&lo8|(r5&lo8)<<8, (r4>>8)&lo8|r5&hi8
+	r6, r7 = r6&lo8|(r7&lo8)<<8, (r6>>8)&lo8|r7&hi8
+	*r = [8]uint64{r0, r1, r2, r3, r4, r5, r6, r7}
 }
 
 // transpose8x8 transposes the 8x8 bit matrix whose row r is byte r of x
