@@ -99,7 +99,7 @@ func newArray(d *Dataset, path string, zarray []byte, zattrs, v1 object) *Array 
 		a.Err = fmt.Errorf("%s: chunks %v hold more than %d bytes", key, meta.Chunks, maxChunkBytes)
 		return a
 	}
-	if a.Chain, err = codec.NewChain(meta.Filters, meta.Compressor); err != nil {
+	if a.Chain, err = codec.NewChain(meta.Filters, meta.Compressor, codec.ItemSize(a.ItemSize)); err != nil {
 		a.Err = fmt.Errorf("%s: %w", key, err)
 	}
 	return a
