@@ -319,9 +319,12 @@ func (a *Array) load(ctx context.Context, key string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("chunk %s: %w", key, err)
 	}
-	data, err := a.Chain.Decode(raw, int(a.chunkElems)*a.ItemSize)
-	if err != nil {
-		return nil, fmt.Errorf("chunk %s: %w", key, err)
+	size := int(a.chunkElems) * a.ItemSize
+	data := raw // no codec: the stored bytes are the data, and are ours
+	if a.Chain.Len() > 0 || len(raw) != size {
+		if data, err = a.Chain.Decode(raw, size); err != nil {
+			return nil, fmt.Errorf("chunk %s: %w", key, err)
+		}
 	}
 	if a.swap > 1 {
 		swapBytes(data, a.swap)

@@ -31,7 +31,9 @@ import (
 // s3Env points the AWS SDK in this process and in the daemons it starts at
 // srv: its credentials in the environment, no shared config files or
 // profile from the machine, no endpoint override, and no EC2 metadata
-// probe.
+// probe. AWS_CA_BUNDLE is the server's CA for a TLS server, and otherwise
+// left as the machine has it (set, on the project's machines: the daemon
+// must work with it).
 func s3Env(t *testing.T, srv *miniotest.Server) {
 	t.Helper()
 	empty := filepath.Join(t.TempDir(), "empty-aws-config")
@@ -40,7 +42,7 @@ func s3Env(t *testing.T, srv *miniotest.Server) {
 	}
 	t.Setenv("AWS_CONFIG_FILE", empty)
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", empty)
-	for _, k := range []string{"AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_CA_BUNDLE"} {
+	for _, k := range []string{"AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"} {
 		t.Setenv(k, "")
 		os.Unsetenv(k) // t.Setenv restores the old value at the end
 	}
@@ -102,8 +104,7 @@ func TestS3MountHTTPS(t *testing.T) {
 	srv := miniotest.StartTLS(t)
 	s3Env(t, srv) // AWS_CA_BUNDLE is the server's CA
 	srv.CreateBucket(t, "tls")
-	set := fixtures(t)[0]
-	ds := set.Datasets[0]
+	set, ds := basicDataset(t)
 	srv.PutTree(t, "tls", ds.Name, ds.TreePath(set))
 	source := srv.Endpoint + "/tls/" + ds.Name + "#mode=" + s3Mode(set)
 
@@ -115,6 +116,21 @@ func TestS3MountHTTPS(t *testing.T) {
 	if err == nil || !strings.Contains(out, "certificate is not trusted") {
 		t.Errorf("mount without the CA bundle: %v, output:\n%s\nwant a failure naming the certificate", err, out)
 	}
+}
+
+// basicDataset returns one plain fixture dataset: the first whose name
+// says "basic", for a test about transport rather than content.
+func basicDataset(t *testing.T) (fixtureSet, dataset) {
+	t.Helper()
+	for _, set := range fixtures(t) {
+		for _, ds := range set.Datasets {
+			if strings.Contains(ds.Name, "basic") {
+				return set, ds
+			}
+		}
+	}
+	t.Fatal("no fixture dataset named *basic*")
+	return fixtureSet{}, dataset{}
 }
 
 // genArrayScript writes, with zarr-python, a one-dimensional array "v" in

@@ -43,7 +43,8 @@ type Entry struct {
 // cancelled. Errors wrap ErrNotFound or ErrPermission where those apply;
 // anything else is an I/O failure.
 type Store interface {
-	// Get returns the whole object stored under key.
+	// Get returns the whole object stored under key, in a new slice that
+	// belongs to the caller (it may keep or modify it).
 	Get(ctx context.Context, key string) ([]byte, error)
 
 	// ReadAt reads len(p) bytes of the object at offset off, with the
