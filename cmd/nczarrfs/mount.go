@@ -41,6 +41,7 @@ SIGINT or SIGTERM: either unmounts cleanly and exits 0.`,
 			&cli.StringFlag{Name: "region", Usage: "S3 region (default from the AWS configuration)"},
 			&cli.StringFlag{Name: "profile", Usage: "AWS shared-config profile"},
 			&cli.BoolFlag{Name: "no-sign-request", Usage: "read a public bucket without credentials"},
+			&cli.DurationFlag{Name: "s3-timeout", Usage: "bound on each S3 request, retries included (default 30s, or NCZARRFS_S3_TIMEOUT)"},
 		},
 		Action: runMount,
 	}
@@ -95,6 +96,7 @@ func runMount(c *cli.Context) error {
 		Region:        c.String("region"),
 		Profile:       c.String("profile"),
 		NoSignRequest: c.Bool("no-sign-request"),
+		Timeout:       c.Duration("s3-timeout"),
 		Logger:        log,
 	})
 	if err != nil {

@@ -1,0 +1,159 @@
+package s3
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/nczarrfs/nczarrfs/zmap"
+)
+
+// Error is a failed S3 operation.
+//
+// It unwraps to zmap.ErrNotFound or zmap.ErrPermission where those apply,
+// and to context.Canceled or context.DeadlineExceeded when a context ended
+// the operation (the caller's, or the Store's own timeout). It does not
+// unwrap to the SDK's error: that chain holds transport details such as
+// syscall.ECONNREFUSED, which a caller turning errors into errnos would
+// hand to read(2) instead of EIO. Err keeps it for inspection, and the
+// message includes it.
+type Error struct {
+	Op     string // S3 operation: "GetObject", "HeadObject", "ListObjectsV2"
+	URL    string // s3://bucket/key of the object or prefix
+	Status int    // HTTP status of the answer; 0 when there was none
+	Code   string // S3 error code ("NoSuchKey", "AccessDenied"); "" when unknown
+	Msg    string // what went wrong, in words
+	Kind   error  // zmap.ErrNotFound, zmap.ErrPermission or nil
+	Err    error  // the underlying error (not unwrapped)
+}
+
+func (e *Error) Error() string { return "s3: " + e.Op + " " + e.URL + ": " + e.Msg }
+
+// Unwrap returns Kind and the context error that ended the operation, if
+// any.
+func (e *Error) Unwrap() []error {
+	var errs []error
+	if e.Kind != nil {
+		errs = append(errs, e.Kind)
+	}
+	for _, c := range []error{context.Canceled, context.DeadlineExceeded} {
+		if errors.Is(e.Err, c) {
+			errs = append(errs, c)
+		}
+	}
+	return errs
+}
+
+// deniedCodes are S3 error codes meaning "these credentials may not do
+// this", whatever the HTTP status.
+var deniedCodes = map[string]bool{
+	"AccessDenied":          true,
+	"InvalidAccessKeyId":    true,
+	"SignatureDoesNotMatch": true,
+	"InvalidToken":          true,
+	"ExpiredToken":          true,
+	"TokenRefreshRequired":  true,
+	"AllAccessDisabled":     true,
+	"AccountProblem":        true,
+}
+
+// statusOf returns the HTTP status and S3 error code of an SDK error: the
+// status through smithy's ResponseError, the code through smithy.APIError.
+// Either is zero when the error carries none (no answer at all).
+func statusOf(err error) (status int, code string) {
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) && re.Response != nil {
+		status = re.HTTPStatusCode()
+	}
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		code = ae.ErrorCode()
+	}
+	return status, code
+}
+
+// mapErr turns an error from operation op on store key key, called with
+// the caller's context ctx, into an *Error with a message that says what
+// happened and what to do about it. It never includes a secret:
+// credentials are described by their source only.
+func (s *Store) mapErr(ctx context.Context, op, key string, err error) error {
+	e := &Error{Op: op, URL: s.url(key), Err: err}
+	e.Status, e.Code = statusOf(err)
+	var ae smithy.APIError
+	detail := ""
+	if errors.As(err, &ae) && ae.ErrorMessage() != "" {
+		detail = ae.ErrorMessage()
+	}
+
+	switch {
+	case e.Code == "NoSuchBucket":
+		// Not ErrNotFound: a missing bucket must not read as fill values.
+		e.Msg = fmt.Sprintf("bucket %q does not exist at %s", s.loc.Bucket, s.endpoint)
+	case e.Status == http.StatusNotFound || e.Code == "NoSuchKey" || e.Code == "NotFound":
+		e.Kind = zmap.ErrNotFound
+		e.Msg = zmap.ErrNotFound.Error()
+	case e.Status == http.StatusForbidden || deniedCodes[e.Code]:
+		e.Kind = zmap.ErrPermission
+		what := e.Code
+		if what == "" {
+			what = http.StatusText(e.Status)
+		}
+		if detail != "" {
+			what += ": " + detail
+		}
+		e.Msg = fmt.Sprintf("access denied (%s) with credentials from %s", what, s.creds)
+		if n := s.denials.Add(1); n <= maxDenialLogs {
+			s.log.Warn("s3: access denied", "op", op, "key", e.URL, "code", e.Code,
+				"credentials", s.creds, "endpoint", s.endpoint)
+			if n == maxDenialLogs {
+				s.log.Warn("s3: further access-denied warnings suppressed")
+			}
+		}
+	case e.Status == http.StatusMovedPermanently || e.Code == "PermanentRedirect" || e.Code == "AuthorizationHeaderMalformed":
+		e.Msg = "the bucket is in another region than " + s.endpoint
+		if re := (*smithyhttp.ResponseError)(nil); errors.As(err, &re) && re.Response != nil {
+			if r := re.Response.Header.Get("X-Amz-Bucket-Region"); r != "" {
+				e.Msg = fmt.Sprintf("the bucket is in region %s; pass --region %s", r, r)
+			}
+		}
+		if detail != "" {
+			e.Msg += " (" + detail + ")"
+		}
+	case ctx.Err() != nil:
+		// The caller gave up (a FUSE interrupt, an unmount); err wraps
+		// ctx.Err().
+		e.Msg = fmt.Sprintf("%v", ctx.Err())
+	case errors.Is(err, context.DeadlineExceeded):
+		e.Msg = fmt.Sprintf("cannot reach %s: no complete answer within %v (%v)", s.endpoint, s.timeout, err)
+	case certificateError(err) == aws.FalseTernary:
+		e.Msg = fmt.Sprintf("cannot reach %s: the server's certificate is not trusted (AWS_CA_BUNDLE=%q): %v",
+			s.endpoint, os.Getenv("AWS_CA_BUNDLE"), err)
+	case e.Status == 0:
+		e.Msg = fmt.Sprintf("cannot reach %s: %v", s.endpoint, err)
+	default:
+		e.Msg = err.Error()
+	}
+	return e
+}
+
+// certificateError is a retry rule: a TLS certificate that failed
+// verification is not retryable (FalseTernary); for any other error it has
+// no opinion (UnknownTernary).
+func certificateError(err error) aws.Ternary {
+	var unknownCA x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var verify *tls.CertificateVerificationError
+	if errors.As(err, &unknownCA) || errors.As(err, &hostname) || errors.As(err, &invalid) || errors.As(err, &verify) {
+		return aws.FalseTernary
+	}
+	return aws.UnknownTernary
+}
