@@ -79,3 +79,20 @@ func Join(parts ...string) string {
 	}
 	return b.String()
 }
+
+// ValidKey reports whether key is a canonical zmap key, one that can name
+// an object: it is non-empty, has no leading or trailing slash, no empty,
+// "." or ".." segment, and no NUL byte. Backends treat any other key as
+// naming nothing (ErrNotFound), so that no key climbs out of the dataset
+// root or reaches one object under two names.
+func ValidKey(key string) bool {
+	if key == "" || strings.IndexByte(key, 0) >= 0 {
+		return false
+	}
+	for seg := range strings.SplitSeq(key, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return false
+		}
+	}
+	return true
+}

@@ -11,7 +11,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 
 	"github.com/nczarrfs/nczarrfs/zmap"
@@ -184,24 +183,10 @@ func (s *Store) object(ctx context.Context, op, key string) (string, error) {
 // the root ("..", absolute) or that are not in canonical form (empty
 // segments, ".") name no object.
 func (s *Store) path(key string) (string, error) {
-	if !validKey(key) {
+	if !zmap.ValidKey(key) {
 		return "", fmt.Errorf("invalid key %q: %w", key, zmap.ErrNotFound)
 	}
 	return filepath.Join(s.root, filepath.FromSlash(key)), nil
-}
-
-// validKey reports whether key is a canonical zmap key: non-empty
-// slash-separated segments, none of them "." or "..", and no NUL byte.
-func validKey(key string) bool {
-	if key == "" || strings.IndexByte(key, 0) >= 0 {
-		return false
-	}
-	for seg := range strings.SplitSeq(key, "/") {
-		if seg == "" || seg == "." || seg == ".." {
-			return false
-		}
-	}
-	return true
 }
 
 // mapErr turns an error from the os package into the zmap vocabulary:

@@ -177,25 +177,3 @@ func TestMapErr(t *testing.T) {
 		}
 	}
 }
-
-func TestValidKey(t *testing.T) {
-	for key, want := range map[string]bool{
-		".zgroup":    true,
-		"g/v/0.0.1":  true,
-		"a/...":      true,
-		"a..b":       true,
-		"":           false,
-		"/a":         false,
-		"a/":         false,
-		"a//b":       false,
-		"a/./b":      false,
-		"a/../b":     false,
-		"..":         false,
-		"a\x00b":     false,
-		"ünïcødé/数据": true,
-	} {
-		if got := validKey(key); got != want {
-			t.Errorf("validKey(%q) = %v, want %v", key, got, want)
-		}
-	}
-}

@@ -146,7 +146,7 @@ func (s *Store) Root() string { return s.root }
 func (s *Store) build(files []*stdzip.File) error {
 	byName := make(map[string]*stdzip.File, len(files))
 	for _, f := range files {
-		if strings.HasSuffix(f.Name, "/") || f.Mode().IsDir() || !validKey(f.Name) {
+		if strings.HasSuffix(f.Name, "/") || f.Mode().IsDir() || !zmap.ValidKey(f.Name) {
 			continue
 		}
 		if err := s.checkSizes(f); err != nil {
@@ -485,19 +485,4 @@ func (c ctxReader) Read(p []byte) (int, error) {
 		return 0, err
 	}
 	return c.r.Read(p)
-}
-
-// validKey reports whether name is a canonical zmap key: non-empty
-// slash-separated segments, none of them "." or "..". This drops absolute
-// names and names that would climb out of the archive.
-func validKey(name string) bool {
-	if name == "" || strings.IndexByte(name, 0) >= 0 {
-		return false
-	}
-	for seg := range strings.SplitSeq(name, "/") {
-		if seg == "" || seg == "." || seg == ".." {
-			return false
-		}
-	}
-	return true
 }

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -143,12 +144,7 @@ func openStore(t *testing.T, open OpenFunc, objects map[string][]byte) zmap.Stor
 // sortedKeys returns the keys of objects in byte order, so that failures
 // come out in a stable order.
 func sortedKeys(objects map[string][]byte) []string {
-	keys := make([]string, 0, len(objects))
-	for k := range objects {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
+	return slices.Sorted(maps.Keys(objects))
 }
 
 func testGet(t *testing.T, s zmap.Store, objects map[string][]byte) {
@@ -307,12 +303,7 @@ func expectedEntries(objects map[string][]byte, prefix string) []zmap.Entry {
 			children[name] = zmap.Entry{Name: name, Size: int64(len(content))}
 		}
 	}
-	entries := make([]zmap.Entry, 0, len(children))
-	for _, e := range children {
-		entries = append(entries, e)
-	}
-	slices.SortFunc(entries, func(a, b zmap.Entry) int { return strings.Compare(a.Name, b.Name) })
-	return entries
+	return slices.SortedFunc(maps.Values(children), func(a, b zmap.Entry) int { return strings.Compare(a.Name, b.Name) })
 }
 
 // prefixes returns every directory prefix of the object set, "" included.
@@ -325,12 +316,7 @@ func prefixes(objects map[string][]byte) []string {
 			}
 		}
 	}
-	out := make([]string, 0, len(set))
-	for p := range set {
-		out = append(out, p)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(set))
 }
 
 func testSearch(t *testing.T, s zmap.Store, objects map[string][]byte) {
