@@ -303,7 +303,19 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 		return nil, s.mapErr(ctx, "GetObject", key, err)
 	}
 	defer out.Body.Close()
-	data, err := io.ReadAll(out.Body)
+	var data []byte
+	if n := out.ContentLength; n != nil && *n >= 0 && *n <= maxPrealloc {
+		// One allocation of the right size, no regrowing.
+		data = make([]byte, *n)
+		var m int
+		m, err = io.ReadFull(out.Body, data)
+		data = data[:m]
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			err = nil // reported below as a short body
+		}
+	} else {
+		data, err = io.ReadAll(out.Body)
+	}
 	if err != nil {
 		return nil, s.mapErr(ctx, "GetObject", key, err)
 	}
@@ -502,11 +514,13 @@ func (s *Store) url(k string) string {
 // with an empty, "." or ".." segment (which covers leading and trailing
 // slashes). S3 would take such keys literally; the zmap contract says they
 // name nothing, so the error wraps zmap.ErrNotFound.
+// maxPrealloc bounds the buffer Get sizes from a Content-Length header
+// before any byte has arrived.
+const maxPrealloc = 1 << 30
+
 func checkKey(key string) error {
-	for _, seg := range strings.Split(key, "/") {
-		if seg == "" || seg == "." || seg == ".." {
-			return fmt.Errorf("s3: invalid key %q: %w", key, zmap.ErrNotFound)
-		}
+	if !zmap.ValidKey(key) {
+		return fmt.Errorf("s3: invalid key %q: %w", key, zmap.ErrNotFound)
 	}
 	return nil
 }
