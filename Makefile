@@ -30,10 +30,11 @@ vet:
 fuzz:
 	scripts/fuzz.sh 5s
 
-# Everything CI runs: install, vet, all tests under the race detector, fuzz.
+# Everything CI runs: install, vet, a short run of every fuzz target, then
+# all tests under the race detector.
 test: deps vet
-	$(GO) test -race -count=1 -timeout 30m ./...
 	scripts/fuzz.sh 3s
+	$(GO) test -race -count=1 -timeout 30m ./...
 
 clean:
 	rm -rf bin
