@@ -62,7 +62,17 @@ type Store struct {
 	root    string
 	objects map[string]*object      // key -> entry
 	dirs    map[string][]zmap.Entry // prefix -> children, sorted
+
+	// last is the most recently inflated entry read with ReadAt.
+	last struct {
+		mu   sync.Mutex
+		o    *object // GUARDED_BY(mu)
+		data []byte  // GUARDED_BY(mu)
+	}
 }
+
+// maxKeptInflated bounds the entry ReadAt keeps inflated between calls.
+const maxKeptInflated = 64 << 20
 
 var _ zmap.Store = (*Store)(nil)
 
@@ -405,6 +415,26 @@ func (s *Store) read(ctx context.Context, o *object) ([]byte, error) {
 // readInflated inflates o and keeps len(p) bytes from off, which the
 // caller has checked lie inside the entry.
 func (s *Store) readInflated(ctx context.Context, o *object, p []byte, off int64) (int, error) {
+	if o.f.UncompressedSize64 <= maxKeptInflated {
+		// Keep the entry inflated: FUSE reads an object 128 KiB at a time,
+		// and inflating it from its start for each piece is quadratic.
+		s.last.mu.Lock()
+		data := s.last.data
+		if s.last.o != o {
+			data = nil
+		}
+		s.last.mu.Unlock()
+		if data == nil {
+			var err error
+			if data, err = s.read(ctx, o); err != nil {
+				return 0, err
+			}
+			s.last.mu.Lock()
+			s.last.o, s.last.data = o, data
+			s.last.mu.Unlock()
+		}
+		return copy(p, data[off:]), nil
+	}
 	w := &window{p: p, off: off}
 	if err := s.inflate(ctx, o, w); err != nil {
 		return 0, err
