@@ -19,21 +19,7 @@ func TestDecodeNumcodecs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := dec.Decode(nil, c.Enc, c.Size, -1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got, c.Raw) {
-				t.Fatal("decoded bytes differ from numcodecs")
-			}
-			// Unknown size, with max exactly the size and a reused dst.
-			got, err = dec.Decode(make([]byte, 0, 7), c.Enc, -1, c.Size)
-			if err != nil || !bytes.Equal(got, c.Raw) {
-				t.Fatalf("size -1: %v", err)
-			}
-			if _, err := dec.Decode(nil, c.Enc, c.Size+1, -1); !errors.Is(err, codec.ErrCorrupt) {
-				t.Fatalf("size+1: err = %v, want ErrCorrupt", err)
-			}
+			codectest.CheckDecode(t, dec, c)
 			if c.Size > 0 {
 				if _, err := dec.Decode(nil, c.Enc, c.Size-1, -1); !errors.Is(err, codec.ErrCorrupt) {
 					t.Fatalf("size-1: err = %v, want ErrCorrupt", err)

@@ -23,25 +23,7 @@ func TestDecodeNumcodecs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := dec.Decode(nil, c.Enc, c.Size, -1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got, c.Raw) {
-				t.Fatalf("decoded bytes differ from numcodecs\n got %x\nwant %x", head(got), head(c.Raw))
-			}
-			if s, ok := dec.(codec.Sizer); ok {
-				if n, ok := s.EncodedSize(c.Size); !ok || n != len(c.Enc) {
-					t.Fatalf("EncodedSize(%d) = %d, %v; encoded chunk has %d bytes", c.Size, n, ok, len(c.Enc))
-				}
-			}
-			got, err = dec.Decode(make([]byte, 0, 3), c.Enc, -1, c.Size)
-			if err != nil || !bytes.Equal(got, c.Raw) {
-				t.Fatalf("size -1: %v", err)
-			}
-			if _, err := dec.Decode(nil, c.Enc, c.Size+1, -1); !errors.Is(err, codec.ErrCorrupt) {
-				t.Fatalf("size+1: err = %v, want ErrCorrupt", err)
-			}
+			codectest.CheckDecode(t, dec, c)
 		})
 	}
 }

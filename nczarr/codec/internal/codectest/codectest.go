@@ -4,7 +4,9 @@
 package codectest
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/nczarrfs/nczarrfs/nczarr/codec"
 )
 
 // Python is the interpreter with numcodecs, zarr and h5py installed (the
@@ -105,3 +109,32 @@ func Generate(tb testing.TB, groups ...string) []Case {
 	cache[key] = m.Cases
 	return m.Cases
 }
+
+// CheckDecode checks dec against the reference case: the exact size gives
+// the bytes numcodecs encoded, so does an unknown size with max exactly
+// the size (into a reused dst), a Sizer agrees with the encoded length, and
+// asking for one byte more is ErrCorrupt.
+func CheckDecode(t *testing.T, dec codec.Codec, c Case) {
+	t.Helper()
+	got, err := dec.Decode(nil, c.Enc, c.Size, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, c.Raw) {
+		t.Fatalf("decoded bytes differ from numcodecs\n got %x\nwant %x", head(got), head(c.Raw))
+	}
+	if s, ok := dec.(codec.Sizer); ok {
+		if n, ok := s.EncodedSize(c.Size); !ok || n != len(c.Enc) {
+			t.Fatalf("EncodedSize(%d) = %d, %v; encoded chunk has %d bytes", c.Size, n, ok, len(c.Enc))
+		}
+	}
+	got, err = dec.Decode(make([]byte, 0, 7), c.Enc, -1, c.Size)
+	if err != nil || !bytes.Equal(got, c.Raw) {
+		t.Fatalf("size -1: %v", err)
+	}
+	if _, err := dec.Decode(nil, c.Enc, c.Size+1, -1); !errors.Is(err, codec.ErrCorrupt) {
+		t.Fatalf("size+1: err = %v, want ErrCorrupt", err)
+	}
+}
+
+func head(b []byte) []byte { return b[:min(len(b), 48)] }
