@@ -8,7 +8,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,6 +19,7 @@ import (
 	"github.com/nczarrfs/nczarrfs/cache"
 	"github.com/nczarrfs/nczarrfs/nczarr"
 	"github.com/nczarrfs/nczarrfs/zmap"
+	"github.com/nczarrfs/nczarrfs/zmap/file"
 	zmapzip "github.com/nczarrfs/nczarrfs/zmap/zip"
 )
 
@@ -174,4 +177,43 @@ func TestMountOptions(t *testing.T) {
 		}
 	}
 	t.Errorf("%s not in mountinfo", mnt)
+}
+
+// TestRootArray mounts a store whose root is an array, as zarr-python
+// writes with zarr.open(path, shape=...): the mountpoint itself holds data.
+func TestRootArray(t *testing.T) {
+	dir := t.TempDir()
+	script := `import sys, zarr, numpy as np
+a = np.arange(35, dtype=">i2").reshape(5, 7)
+zarr.open(sys.argv[1] + "/arr", mode="w", shape=a.shape, chunks=(2, 3), dtype=a.dtype, compressor=None)[:] = a
+a.astype("<i2").tofile(sys.argv[1] + "/expected.bin")
+`
+	if out, err := exec.Command("/usr/bin/python3", "-c", script, dir).CombinedOutput(); err != nil {
+		t.Fatalf("zarr-python: %v\n%s", err, out)
+	}
+	store, err := file.Open(filepath.Join(dir, "arr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mnt := mountStore(t, store)
+	want, err := os.ReadFile(filepath.Join(dir, "expected.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(mnt, DataName))
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("data = %x (%v), want %x", got, err, want)
+	}
+	names, err := os.ReadDir(mnt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []string
+	for _, e := range names {
+		listed = append(listed, e.Name())
+	}
+	// 3x3 chunks of a 5x7 array, .zarray, and data.
+	if len(listed) != 11 || !slices.Contains(listed, ".zarray") || !slices.Contains(listed, DataName) {
+		t.Errorf("root lists %v", listed)
+	}
 }
