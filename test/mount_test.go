@@ -482,3 +482,23 @@ func writeZip(t *testing.T, name string, files map[string]string) {
 	}
 	mustWrite(t, name, buf.Bytes())
 }
+
+// TestNoFUSEHint: without fusermount3 on PATH the mount fails at once and
+// says to install fuse3.
+func TestNoFUSEHint(t *testing.T) {
+	set, ds := findDataset(t, "zarr-dtypes")
+	mnt := t.TempDir()
+	cmd := exec.Command(nczarrfsBinary(t), "mount", ds.TreePath(set), mnt)
+	cmd.Env = append(os.Environ(), "PATH="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() == 0 {
+		t.Fatalf("exit %v, want non-zero; output:\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "install fuse3") {
+		t.Errorf("output %q does not say to install fuse3", out)
+	}
+	if _, ok := mountedAt(mnt); ok {
+		t.Errorf("%s is mounted", mnt)
+	}
+}
