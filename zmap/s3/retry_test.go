@@ -1,0 +1,535 @@
+package s3_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nczarrfs/nczarrfs/internal/miniotest"
+	"github.com/nczarrfs/nczarrfs/zmap"
+	"github.com/nczarrfs/nczarrfs/zmap/s3"
+)
+
+// The tests in this file put a fault-injecting reverse proxy between a
+// Store and a real MinIO server, which cannot be made to answer 503 or 429
+// on demand. They prove that throttling and server errors are retried with
+// the SDK's backoff, that retries stop (after Options.MaxAttempts, or at
+// Options.Timeout), that client errors are not retried, and that a Store
+// keeps no failure state.
+//
+// The SDK's backoff cannot be shortened through Options: the delay before
+// retry i is uniform in [0, 2^i s), capped at 5 s. Cases therefore inject
+// at most two failures and run concurrently (see runAll).
+
+// fault is an answer the proxy gives instead of forwarding a request.
+type fault struct {
+	Status  int    // HTTP status
+	Code    string // S3 error code of the XML body; "" sends no body
+	Message string // the body's Message
+}
+
+// rule injects a fault into the requests for one key.
+type rule struct {
+	fault
+	left int // answers still to inject; negative: until lifted
+}
+
+// faultProxy is a reverse proxy in front of one MinIO bucket. It answers
+// requests for keys with a rule by the rule's fault, forwards all other
+// requests, and counts requests per key.
+//
+// A request's key is its object key ("ds/d/obj") for object requests and
+// "list:" plus the prefix ("list:ds/d/") for ListObjectsV2.
+type faultProxy struct {
+	URL string // http://127.0.0.1:port
+
+	mu     sync.Mutex
+	rules  map[string]*rule // GUARDED_BY(mu)
+	counts map[string]int   // GUARDED_BY(mu)
+	proxy  *httputil.ReverseProxy
+}
+
+// startFaultProxy starts a proxy on 127.0.0.1 in front of srv and stops it
+// when t ends.
+func startFaultProxy(t *testing.T, srv *miniotest.Server) *faultProxy {
+	t.Helper()
+	target, err := url.Parse(srv.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &http.Transport{}
+	p := &faultProxy{
+		rules:  make(map[string]*rule),
+		counts: make(map[string]int),
+		proxy: &httputil.ReverseProxy{
+			Rewrite: func(pr *httputil.ProxyRequest) {
+				pr.SetURL(target)
+				// The client signed the Host it sent (the
+				// proxy's); MinIO checks the signature against
+				// the Host it receives.
+				pr.Out.Host = pr.In.Host
+			},
+			Transport: tr,
+		},
+	}
+	ts := httptest.NewServer(p)
+	p.URL = ts.URL
+	t.Cleanup(func() {
+		ts.Close()
+		tr.CloseIdleConnections()
+	})
+	return p
+}
+
+// objectKey and listKey name the proxy keys of requests for the object
+// ds/dir/obj and for listing the children of ds/dir.
+func objectKey(dir string) string { return "ds/" + dir + "/obj" }
+func listKey(dir string) string   { return "list:ds/" + dir + "/" }
+
+// keyOf returns the key of a path-style S3 request.
+func keyOf(r *http.Request) string {
+	_, obj, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	if q := r.URL.Query(); obj == "" && q.Has("list-type") {
+		return "list:" + q.Get("prefix")
+	}
+	return obj
+}
+
+// inject makes the proxy answer the next n requests for key with f; a
+// negative n, every request until lift.
+func (p *faultProxy) inject(key string, f fault, n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rules[key] = &rule{fault: f, left: n}
+}
+
+// lift removes key's rule.
+func (p *faultProxy) lift(key string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.rules, key)
+}
+
+// count returns how many requests for key the proxy has seen, injected
+// faults included.
+func (p *faultProxy) count(key string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.counts[key]
+}
+
+func (p *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	key := keyOf(r)
+	p.mu.Lock()
+	p.counts[key]++
+	var f *fault
+	if ru := p.rules[key]; ru != nil && ru.left != 0 {
+		f = &ru.fault
+		if ru.left > 0 {
+			ru.left--
+		}
+	}
+	p.mu.Unlock()
+	if f == nil {
+		p.proxy.ServeHTTP(w, r)
+		return
+	}
+	writeS3Error(w, r, *f)
+}
+
+// s3Error is the XML body of an S3 error answer.
+type s3Error struct {
+	XMLName   xml.Name `xml:"Error"`
+	Code      string
+	Message   string
+	Resource  string
+	RequestID string `xml:"RequestId"`
+}
+
+// writeS3Error answers r with f, as S3 would: an XML error document, or no
+// body at all when f has no code (what a load balancer in front of S3 sends
+// with a 502 or 504).
+func writeS3Error(w http.ResponseWriter, r *http.Request, f fault) {
+	w.Header().Set("X-Amz-Request-Id", "faultproxy")
+	if f.Code == "" {
+		w.WriteHeader(f.Status)
+		return
+	}
+	body, err := xml.Marshal(s3Error{Code: f.Code, Message: f.Message, Resource: r.URL.Path, RequestID: "faultproxy"})
+	if err != nil {
+		panic(err) // a fixed struct always marshals
+	}
+	w.Header().Set("Content-Type", "application/xml")
+	w.WriteHeader(f.Status)
+	io.WriteString(w, xml.Header)
+	w.Write(body) // a HEAD answer drops the body, as S3's does
+}
+
+// Faults S3 and the proxies in front of it send.
+var (
+	slowDown      = fault{http.StatusServiceUnavailable, "SlowDown", "Please reduce your request rate."}
+	internalError = fault{http.StatusInternalServerError, "InternalError", "We encountered an internal error. Please try again."}
+	tooMany       = fault{http.StatusTooManyRequests, "TooManyRequests", "Too many requests, please slow down."}
+	bare429       = fault{Status: http.StatusTooManyRequests}
+	badGateway    = fault{Status: http.StatusBadGateway}
+	gwTimeout     = fault{Status: http.StatusGatewayTimeout}
+	accessDenied  = fault{http.StatusForbidden, "AccessDenied", "Access Denied."}
+	noSuchKey     = fault{http.StatusNotFound, "NoSuchKey", "The specified key does not exist."}
+)
+
+// retryData is the content of every ds/dir/obj.
+var retryData = func() []byte {
+	b := make([]byte, 10000)
+	for i := range b {
+		b[i] = byte(i*7 + i/256)
+	}
+	return b
+}()
+
+// retryOp is one Store operation on the object ds/dir/obj (or, for
+// Search, on its directory).
+type retryOp struct {
+	name string
+	// head is true when the operation is a HEAD request, whose error
+	// answers carry no body and so no S3 error code.
+	head bool
+	key  func(dir string) string // the proxy key of its requests
+	// run performs the operation and checks its result.
+	run func(ctx context.Context, st *s3.Store, dir string) error
+}
+
+var retryOps = []retryOp{
+	{name: "Get", key: objectKey, run: func(ctx context.Context, st *s3.Store, dir string) error {
+		b, err := st.Get(ctx, dir+"/obj")
+		if err == nil && !bytes.Equal(b, retryData) {
+			err = fmt.Errorf("Get returned %d wrong bytes", len(b))
+		}
+		return err
+	}},
+	{name: "ReadAt", key: objectKey, run: func(ctx context.Context, st *s3.Store, dir string) error {
+		p := make([]byte, 100)
+		n, err := st.ReadAt(ctx, dir+"/obj", p, 1234)
+		if err == nil && (n != len(p) || !bytes.Equal(p, retryData[1234:1334])) {
+			err = fmt.Errorf("ReadAt returned %d wrong bytes", n)
+		}
+		return err
+	}},
+	{name: "Size", head: true, key: objectKey, run: func(ctx context.Context, st *s3.Store, dir string) error {
+		n, err := st.Size(ctx, dir+"/obj")
+		if err == nil && n != int64(len(retryData)) {
+			err = fmt.Errorf("Size = %d, want %d", n, len(retryData))
+		}
+		return err
+	}},
+	{name: "Search", key: listKey, run: func(ctx context.Context, st *s3.Store, dir string) error {
+		got, err := st.Search(ctx, dir)
+		want := []zmap.Entry{{Name: "obj", Size: int64(len(retryData))}}
+		if err == nil && !slices.Equal(got, want) {
+			err = fmt.Errorf("Search = %+v, want %+v", got, want)
+		}
+		return err
+	}},
+}
+
+// retryEnv is a MinIO server holding bucket "retry", with ds/dir/obj for
+// every dir the test asked for, behind a faultProxy.
+type retryEnv struct {
+	srv   *miniotest.Server
+	proxy *faultProxy
+}
+
+func newRetryEnv(t *testing.T, dirs []string) *retryEnv {
+	t.Helper()
+	srv := miniotest.Start(t)
+	useServerEnv(t, srv)
+	srv.CreateBucket(t, "retry")
+	objects := map[string][]byte{"ds/.zgroup": []byte(`{"zarr_format": 2}`)}
+	for _, d := range dirs {
+		objects[objectKey(d)] = retryData
+	}
+	srv.Put(t, "retry", objects)
+	return &retryEnv{srv: srv, proxy: startFaultProxy(t, srv)}
+}
+
+// open opens a Store on s3://retry/ds with the proxy as its endpoint.
+func (e *retryEnv) open(t *testing.T, opts s3.Options) *s3.Store {
+	t.Helper()
+	loc, err := s3.ParseURL("s3://retry/ds")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.EndpointURL = e.proxy.URL
+	st, err := s3.Open(context.Background(), loc, opts)
+	if err != nil {
+		t.Fatalf("Open through the proxy: %v", err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// retryCase is one operation under one fault, on its own directory.
+type retryCase struct {
+	name  string
+	dir   string
+	op    retryOp
+	fault fault
+}
+
+// cases returns a case for every fault and operation, each with its own
+// directory (and so its own proxy key), prefixed by test.
+func cases(test string, faults map[string]fault) []retryCase {
+	var cs []retryCase
+	for fname, f := range faults {
+		for _, op := range retryOps {
+			cs = append(cs, retryCase{
+				name:  fname + "/" + op.name,
+				dir:   strings.ToLower(test + "-" + strings.ReplaceAll(fname, " ", "-") + "-" + op.name),
+				op:    op,
+				fault: f,
+			})
+		}
+	}
+	slices.SortFunc(cs, func(a, b retryCase) int { return strings.Compare(a.name, b.name) })
+	return cs
+}
+
+func dirsOf(cs ...[]retryCase) []string {
+	var dirs []string
+	for _, c := range slices.Concat(cs...) {
+		dirs = append(dirs, c.dir)
+	}
+	return dirs
+}
+
+// runAll runs f for every case as a subtest, all at the same time. The
+// cases mostly sleep in the SDK's backoff, so they are started with t.Run
+// from goroutines rather than t.Parallel, whose concurrency -parallel
+// limits to GOMAXPROCS (2 here).
+func runAll(t *testing.T, cs []retryCase, f func(t *testing.T, c retryCase)) {
+	var wg sync.WaitGroup
+	for _, c := range cs {
+		wg.Go(func() { t.Run(c.name, func(t *testing.T) { f(t, c) }) })
+	}
+	wg.Wait()
+}
+
+// checkIOError fails t unless err is a plain I/O error: one that the FUSE
+// layer turns into EIO (not ENOENT, EACCES, EINTR or a transport errno).
+func checkIOError(t *testing.T, err error) {
+	t.Helper()
+	var errno syscall.Errno
+	switch {
+	case err == nil:
+		t.Error("succeeded, want an I/O error")
+	case errors.Is(err, zmap.ErrNotFound):
+		t.Errorf("%v wraps zmap.ErrNotFound; a server error must not read as a missing object", err)
+	case errors.Is(err, zmap.ErrPermission):
+		t.Errorf("%v wraps zmap.ErrPermission", err)
+	case errors.Is(err, context.Canceled):
+		t.Errorf("%v wraps context.Canceled", err)
+	case errors.As(err, &errno):
+		t.Errorf("%v unwraps to errno %v", err, errno)
+	}
+}
+
+// TestRetryTransient injects two throttling or server-error answers before
+// every operation's request: the operation succeeds with the third.
+func TestRetryTransient(t *testing.T) {
+	const injected = 2
+	cs := cases("transient", map[string]fault{
+		"503 SlowDown":        slowDown,
+		"500 InternalError":   internalError,
+		"429 TooManyRequests": tooMany,
+		"429 no body":         bare429,
+		"502 no body":         badGateway,
+		"504 no body":         gwTimeout,
+	})
+	env := newRetryEnv(t, dirsOf(cs))
+	st := env.open(t, s3.Options{Timeout: 30 * time.Second}) // MaxAttempts: the default, 5
+
+	runAll(t, cs, func(t *testing.T, c retryCase) {
+		key := c.op.key(c.dir)
+		env.proxy.inject(key, c.fault, injected)
+		start := time.Now()
+		err := c.op.run(context.Background(), st, c.dir)
+		elapsed := time.Since(start)
+		if err != nil {
+			t.Errorf("after %d injected %d answers: %v", injected, c.fault.Status, err)
+		}
+		// Fewer: the fault was not retried. More: a success was.
+		if n := env.proxy.count(key); n != injected+1 {
+			t.Errorf("the proxy saw %d requests for %s, want %d", n, key, injected+1)
+		}
+		t.Logf("%d requests, done after %v", env.proxy.count(key), elapsed.Round(time.Millisecond))
+	})
+}
+
+// TestRetryPersistent answers every request of an operation with 503
+// SlowDown: the operation fails with an I/O error once its attempts run
+// out, or at its timeout, whichever comes first.
+func TestRetryPersistent(t *testing.T) {
+	attempts := cases("attempts", map[string]fault{"503 SlowDown": slowDown})
+	timeout := cases("timeout", map[string]fault{"503 SlowDown": slowDown})
+	env := newRetryEnv(t, dirsOf(attempts, timeout))
+
+	t.Run("max attempts", func(t *testing.T) {
+		const maxAttempts = 3
+		st := env.open(t, s3.Options{Timeout: 30 * time.Second, MaxAttempts: maxAttempts})
+		runAll(t, attempts, func(t *testing.T, c retryCase) {
+			key := c.op.key(c.dir)
+			env.proxy.inject(key, c.fault, -1)
+			start := time.Now()
+			err := c.op.run(context.Background(), st, c.dir)
+			elapsed := time.Since(start)
+			checkIOError(t, err)
+			if n := env.proxy.count(key); n != maxAttempts {
+				t.Errorf("the proxy saw %d requests for %s, want MaxAttempts = %d", n, key, maxAttempts)
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("%v: ended by the timeout, want by MaxAttempts", err)
+			}
+			// The error reports the server's last answer.
+			var se *s3.Error
+			if !errors.As(err, &se) {
+				t.Fatalf("%v (%T) is not an *s3.Error", err, err)
+			}
+			if se.Status != c.fault.Status || (!c.op.head && se.Code != c.fault.Code) {
+				t.Errorf("error status %d code %q, want %d %q: %v", se.Status, se.Code, c.fault.Status, c.fault.Code, err)
+			}
+			t.Logf("%d requests, failed after %v: %v", env.proxy.count(key), elapsed.Round(time.Millisecond), err)
+		})
+	})
+
+	t.Run("timeout", func(t *testing.T) {
+		// The first retry waits less than 2 s, so a 3 s timeout always
+		// lets at least two attempts through, and ends the operation
+		// long before 50 attempts.
+		const maxAttempts = 50
+		st := env.open(t, s3.Options{Timeout: 3 * time.Second, MaxAttempts: maxAttempts})
+		runAll(t, timeout, func(t *testing.T, c retryCase) {
+			key := c.op.key(c.dir)
+			env.proxy.inject(key, c.fault, -1)
+			start := time.Now()
+			err := c.op.run(context.Background(), st, c.dir)
+			elapsed := time.Since(start)
+			checkIOError(t, err)
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("%v does not wrap context.DeadlineExceeded: it was not the timeout that ended it", err)
+			}
+			n := env.proxy.count(key)
+			if n < 2 || n >= maxAttempts {
+				t.Errorf("the proxy saw %d requests for %s, want at least 2 and fewer than %d", n, key, maxAttempts)
+			}
+			t.Logf("%d requests, failed after %v: %v", n, elapsed.Round(time.Millisecond), err)
+		})
+	})
+}
+
+// TestRetryNotRetried checks that answers no retry can change are not
+// retried: injected 404 and 403 answers (a retry would succeed, so a
+// success means one happened), MinIO's own 404 for a missing object and
+// 403 for anonymous requests, and 416 for a range past the end.
+func TestRetryNotRetried(t *testing.T) {
+	injected := cases("injected", map[string]fault{"404 NoSuchKey": noSuchKey, "403 AccessDenied": accessDenied})
+	real := cases("real", map[string]fault{"403 anonymous": {}})
+	env := newRetryEnv(t, dirsOf(injected, real))
+	st := env.open(t, s3.Options{Timeout: 30 * time.Second})
+	anon := env.open(t, s3.Options{Timeout: 30 * time.Second, NoSignRequest: true})
+	ctx := context.Background()
+
+	wantKind := func(t *testing.T, err error, kind error) {
+		t.Helper()
+		if !errors.Is(err, kind) {
+			t.Errorf("got %v, want an error wrapping %v", err, kind)
+		}
+	}
+	wantOne := func(t *testing.T, key string) {
+		t.Helper()
+		if n := env.proxy.count(key); n != 1 {
+			t.Errorf("the proxy saw %d requests for %s, want 1", n, key)
+		}
+	}
+
+	runAll(t, injected, func(t *testing.T, c retryCase) {
+		key := c.op.key(c.dir)
+		env.proxy.inject(key, c.fault, 1)
+		err := c.op.run(ctx, st, c.dir)
+		switch {
+		case c.fault.Status == http.StatusForbidden:
+			wantKind(t, err, zmap.ErrPermission)
+		case c.op.name == "Search":
+			// A listing answered 404 NoSuchKey is odd but not
+			// "no children": it must fail, not list nothing.
+			if err == nil {
+				t.Errorf("Search answered 404 succeeded")
+			}
+		default:
+			wantKind(t, err, zmap.ErrNotFound)
+		}
+		wantOne(t, key)
+	})
+	runAll(t, real, func(t *testing.T, c retryCase) {
+		key := c.op.key(c.dir)
+		wantKind(t, c.op.run(ctx, anon, c.dir), zmap.ErrPermission)
+		wantOne(t, key)
+	})
+	t.Run("404 missing object", func(t *testing.T) {
+		for _, op := range retryOps {
+			if op.name == "Search" {
+				continue // a missing prefix lists as empty
+			}
+			err := op.run(ctx, st, "missing-"+strings.ToLower(op.name))
+			wantKind(t, err, zmap.ErrNotFound)
+			wantOne(t, op.key("missing-"+strings.ToLower(op.name)))
+		}
+	})
+	t.Run("416 range past the end", func(t *testing.T) {
+		dir := real[0].dir
+		before := env.proxy.count(objectKey(dir))
+		n, err := st.ReadAt(ctx, dir+"/obj", make([]byte, 10), int64(len(retryData))+5)
+		if n != 0 || err != io.EOF {
+			t.Errorf("ReadAt past the end = %d, %v; want 0, io.EOF", n, err)
+		}
+		if n := env.proxy.count(objectKey(dir)) - before; n != 1 {
+			t.Errorf("the proxy saw %d requests for the ranged read, want 1", n)
+		}
+	})
+}
+
+// TestRetryRecovery fails every operation with a persistent 503, lifts
+// the fault, and reads again through the same Store.
+func TestRetryRecovery(t *testing.T) {
+	const maxAttempts = 2
+	cs := cases("recovery", map[string]fault{"503 SlowDown": slowDown})
+	env := newRetryEnv(t, dirsOf(cs))
+	st := env.open(t, s3.Options{Timeout: 30 * time.Second, MaxAttempts: maxAttempts})
+
+	runAll(t, cs, func(t *testing.T, c retryCase) {
+		key := c.op.key(c.dir)
+		env.proxy.inject(key, c.fault, -1)
+		checkIOError(t, c.op.run(context.Background(), st, c.dir))
+		if n := env.proxy.count(key); n != maxAttempts {
+			t.Errorf("during the fault the proxy saw %d requests for %s, want %d", n, key, maxAttempts)
+		}
+		env.proxy.lift(key)
+		if err := c.op.run(context.Background(), st, c.dir); err != nil {
+			t.Errorf("after the fault was lifted: %v", err)
+		}
+		if n := env.proxy.count(key); n != maxAttempts+1 {
+			t.Errorf("after the fault the proxy saw %d requests for %s in all, want %d", n, key, maxAttempts+1)
+		}
+	})
+}
