@@ -6,6 +6,12 @@
 // a caller whose request is interrupted returns at once with its context's
 // error, while the load goes on for the callers still waiting (and for the
 // cache). A failed load is not cached; the next Get tries again.
+//
+// Values obtained with Acquire are reference counted, so that the cache can
+// recycle the buffer of an evicted value for a later load once nobody reads
+// it any more. Touching fresh memory is expensive (page faults), and all
+// chunks of an array have one size, so a steady sequential read then decodes
+// into the same few buffers over and over.
 package cache
 
 import (
@@ -18,30 +24,53 @@ import (
 // nil values (chunks not stored) are not free.
 const entryOverhead = 64
 
+// maxFree bounds the buffers kept for recycling between an eviction and
+// the next load that can use one.
+const maxFree = 4
+
+// maxColdScan bounds how far from the LRU's tail Alloc looks for a demoted
+// entry to reuse.
+const maxColdScan = 64
+
 // Cache is an LRU of byte slices with a byte budget. It is safe for
 // concurrent use. Values handed out are shared: callers must not modify them.
+//
+// The budget covers the cached values, the buffers kept for recycling and
+// the buffers that loads in flight took from Alloc. Values that were evicted
+// while a caller still held a Ref are not counted; they are bounded by the
+// number of concurrent readers.
 type Cache struct {
 	budget int64
 
 	mu      sync.Mutex
-	used    int64                    // GUARDED_BY(mu): cost of entries in lru
+	used    int64                    // GUARDED_BY(mu): cost of lru entries, free buffers and reservations
 	lru     *list.List               // GUARDED_BY(mu): *entry, most recent first
 	entries map[string]*list.Element // GUARDED_BY(mu)
 	loads   map[string]*load         // GUARDED_BY(mu): loads in flight
+	free    [][]byte                 // GUARDED_BY(mu): unreferenced buffers to recycle
 
-	hits, misses int64 // GUARDED_BY(mu)
+	hits, misses, recycled int64 // GUARDED_BY(mu)
 }
 
+// entry is one loaded value. Every field is GUARDED_BY(Cache.mu).
 type entry struct {
 	key   string
 	value []byte
+	refs  int  // Refs not yet released
+	inLRU bool // counted in Cache.used and listed in lru
+	cold  bool // demoted: its buffer may be reused before the budget is reached
+	// shared is set once value escaped without a reference (through Get):
+	// it can then never be recycled.
+	shared bool
 }
 
-// load is one load in flight; done is closed when value and err are set.
+// load is one load in flight; done is closed when its entry's value and
+// err are set.
 type load struct {
-	done  chan struct{}
-	value []byte
-	err   error
+	done     chan struct{}
+	e        *entry
+	err      error
+	reserved int64 // GUARDED_BY(Cache.mu): bytes handed out by Alloc
 }
 
 // New returns a cache holding at most budget bytes. A budget of 0 caches
@@ -56,8 +85,60 @@ func New(budget int64) *Cache {
 }
 
 // Get returns the value cached under key, or runs load (once for all
-// concurrent callers of the same key) and caches its result.
+// concurrent callers of the same key) and caches its result. The value is
+// never recycled: use Acquire for that.
 func (c *Cache) Get(ctx context.Context, key string, fn func(context.Context) ([]byte, error)) ([]byte, error) {
+	ref, err := c.acquire(ctx, key, func(ctx context.Context, _ Alloc) ([]byte, error) { return fn(ctx) })
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	ref.e.shared = true
+	c.mu.Unlock()
+	v := ref.Value()
+	ref.Release()
+	return v, nil
+}
+
+// Alloc returns a buffer of length n for a load to fill, recycled from an
+// evicted value when one fits, and counts it against the cache's budget
+// until the load ends. Its contents are arbitrary.
+type Alloc func(n int) []byte
+
+// A Ref is a counted reference to a value obtained with Acquire. The value
+// stays valid, and is not recycled, until Release.
+type Ref struct {
+	c *Cache
+	e *entry
+}
+
+// Value returns the referenced value; callers must not modify it.
+func (r *Ref) Value() []byte { return r.e.value }
+
+// Release gives up the reference. Value must not be used afterwards.
+// Release must be called exactly once.
+func (r *Ref) Release() {
+	c := r.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := r.e
+	r.e = nil // a second Release panics rather than corrupting counts
+	e.refs--
+	if e.refs == 0 && !e.inLRU {
+		c.recycle(e)
+	}
+}
+
+// Acquire is Get with a reference: it returns the value cached under key,
+// or runs load (once for all concurrent callers of the same key) and caches
+// its result. load may take the buffer it fills from alloc; whatever value
+// it returns becomes the cache's, which may hand it to a later load once it
+// is evicted and every Ref to it is released.
+func (c *Cache) Acquire(ctx context.Context, key string, fn func(ctx context.Context, alloc Alloc) ([]byte, error)) (*Ref, error) {
+	return c.acquire(ctx, key, fn)
+}
+
+func (c *Cache) acquire(ctx context.Context, key string, fn func(context.Context, Alloc) ([]byte, error)) (*Ref, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -65,54 +146,199 @@ func (c *Cache) Get(ctx context.Context, key string, fn func(context.Context) ([
 	if el, ok := c.entries[key]; ok {
 		c.lru.MoveToFront(el)
 		c.hits++
+		e := el.Value.(*entry)
+		e.refs++
+		e.cold = false
 		c.mu.Unlock()
-		return el.Value.(*entry).value, nil
+		return &Ref{c: c, e: e}, nil
 	}
 	c.misses++
 	l, inFlight := c.loads[key]
 	if !inFlight {
-		l = &load{done: make(chan struct{})}
+		l = &load{done: make(chan struct{}), e: &entry{key: key}}
 		c.loads[key] = l
-		go c.run(context.WithoutCancel(ctx), key, l, fn)
+		go c.run(context.WithoutCancel(ctx), l, fn)
 	}
+	l.e.refs++ // taken now, so the value cannot be recycled before we read it
 	c.mu.Unlock()
+	ref := &Ref{c: c, e: l.e}
 
 	select {
 	case <-l.done:
-		return l.value, l.err
+		if l.err != nil {
+			ref.Release()
+			return nil, l.err
+		}
+		return ref, nil
 	case <-ctx.Done():
+		ref.Release()
 		return nil, ctx.Err()
 	}
 }
 
-func (c *Cache) run(ctx context.Context, key string, l *load, fn func(context.Context) ([]byte, error)) {
-	l.value, l.err = fn(ctx)
+func (c *Cache) run(ctx context.Context, l *load, fn func(context.Context, Alloc) ([]byte, error)) {
+	value, err := fn(ctx, func(n int) []byte { return c.alloc(l, n) })
 	c.mu.Lock()
-	delete(c.loads, key)
-	if l.err == nil {
-		c.add(key, l.value)
+	delete(c.loads, l.e.key)
+	c.used -= l.reserved
+	l.e.value, l.err = value, err
+	if err == nil {
+		c.add(l.e)
+	} else {
+		l.e.value = nil
 	}
 	c.mu.Unlock()
 	close(l.done)
 }
 
-// add inserts a value and evicts the least recently used entries over
-// budget. A value larger than the whole budget is not kept.
-func (c *Cache) add(key string, value []byte) {
-	cost := int64(len(value)) + entryOverhead
+// alloc makes room for n bytes under the budget, evicting least recently
+// used entries, and returns a buffer of length n: the first fitting one
+// that eviction freed or that was kept for recycling, else a new one.
+func (c *Cache) alloc(l *load, n int) []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var buf []byte
+	take := func(b []byte) bool {
+		if buf == nil && fits(b, n) {
+			buf = b
+			return true
+		}
+		return false
+	}
+	for i := 0; i < len(c.free); i++ {
+		if take(c.free[i]) {
+			c.used -= int64(cap(buf))
+			c.free = append(c.free[:i], c.free[i+1:]...)
+			break
+		}
+	}
+	// A demoted entry is reused before anything else is evicted, even
+	// when the budget has room: a sequential scan then cycles through a
+	// few buffers instead of touching fresh memory for every chunk.
+	scanned := 0
+	for el := c.lru.Back(); buf == nil && el != nil && scanned < maxColdScan; scanned++ {
+		e := el.Value.(*entry)
+		prev := el.Prev()
+		if e.cold && e.refs == 0 && !e.shared && take(e.value) {
+			c.unlink(el)
+			e.value = nil
+		}
+		el = prev
+	}
+	for c.used+int64(n) > c.budget {
+		if len(c.free) > 0 {
+			last := len(c.free) - 1
+			c.used -= int64(cap(c.free[last]))
+			c.free = c.free[:last]
+			continue
+		}
+		el := c.lru.Back()
+		if el == nil {
+			break
+		}
+		e := el.Value.(*entry)
+		c.unlink(el)
+		if e.refs == 0 && !e.shared && take(e.value) {
+			e.value = nil
+		}
+	}
+	c.used += int64(n)
+	l.reserved += int64(n)
+	if buf == nil {
+		return make([]byte, n)
+	}
+	c.recycled++
+	return buf[:n]
+}
+
+// fits reports whether b can hold n bytes without wasting much.
+func fits(b []byte, n int) bool { return cap(b) >= n && cap(b)-n <= n/4 }
+
+// add inserts a loaded entry and evicts the least recently used entries
+// over budget. A value larger than the whole budget is not kept.
+func (c *Cache) add(e *entry) {
+	cost := int64(len(e.value)) + entryOverhead
 	if cost > c.budget {
 		return
 	}
-	c.entries[key] = c.lru.PushFront(&entry{key: key, value: value})
+	c.entries[e.key] = c.lru.PushFront(e)
+	e.inLRU = true
 	c.used += cost
 	for c.used > c.budget {
+		if len(c.free) > 0 {
+			last := len(c.free) - 1
+			c.used -= int64(cap(c.free[last]))
+			c.free = c.free[:last]
+			continue
+		}
 		el := c.lru.Back()
-		e := el.Value.(*entry)
-		c.lru.Remove(el)
-		delete(c.entries, e.key)
-		c.used -= int64(len(e.value)) + entryOverhead
+		if el == c.lru.Front() {
+			// Only the new entry is left: the excess is other loads'
+			// reservations, which end with them.
+			break
+		}
+		c.unlink(el)
+		if e := el.Value.(*entry); e.refs == 0 {
+			c.recycle(e)
+		}
 	}
 }
+
+// unlink removes an entry from the LRU.
+func (c *Cache) unlink(el *list.Element) {
+	e := el.Value.(*entry)
+	c.lru.Remove(el)
+	delete(c.entries, e.key)
+	e.inLRU = false
+	c.used -= int64(len(e.value)) + entryOverhead
+}
+
+// recycle keeps the buffer of an entry that is neither cached nor
+// referenced for a later load, if the budget has room for it.
+func (c *Cache) recycle(e *entry) {
+	b := e.value
+	e.value = nil
+	if e.shared || cap(b) == 0 || len(c.free) >= maxFree || c.used+int64(cap(b)) > c.budget {
+		return
+	}
+	c.free = append(c.free, b)
+	c.used += int64(cap(b))
+}
+
+// Demote tells the cache that key's value is unlikely to be read again
+// soon, typically because a sequential reader went past it: the entry moves
+// to the tail of the LRU and its buffer may be handed to the next load of a
+// fitting size even before the budget is reached. A later hit undoes it.
+func (c *Cache) Demote(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.entries[key]; ok {
+		el.Value.(*entry).cold = true
+		c.lru.MoveToBack(el)
+	}
+}
+
+// Prefetch starts loading key in the background, as Acquire would, unless
+// it is cached or already loading, and returns at once. It reports whether
+// it started a load. Its result is cached for later callers; a failed load
+// is forgotten.
+func (c *Cache) Prefetch(ctx context.Context, key string, fn func(ctx context.Context, alloc Alloc) ([]byte, error)) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.entries[key]; ok {
+		return false
+	}
+	if _, ok := c.loads[key]; ok {
+		return false
+	}
+	l := &load{done: make(chan struct{}), e: &entry{key: key}}
+	c.loads[key] = l
+	go c.run(context.WithoutCancel(ctx), l, fn)
+	return true
+}
+
+// Budget returns the byte budget the cache was made with.
+func (c *Cache) Budget() int64 { return c.budget }
 
 // Stats reports the cache's state.
 type Stats struct {
@@ -120,11 +346,20 @@ type Stats struct {
 	Bytes        int64 // cost of the entries, overhead included
 	Budget       int64
 	Hits, Misses int64
+	// Recycled counts the buffers Alloc reused instead of allocating.
+	Recycled int64
+	// Free is the number of buffers kept for recycling.
+	Free int
 }
 
 // Stats returns a snapshot of the cache's counters.
 func (c *Cache) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return Stats{Entries: c.lru.Len(), Bytes: c.used, Budget: c.budget, Hits: c.hits, Misses: c.misses}
+	var bytes int64
+	for el := c.lru.Front(); el != nil; el = el.Next() {
+		bytes += int64(len(el.Value.(*entry).value)) + entryOverhead
+	}
+	return Stats{Entries: c.lru.Len(), Bytes: bytes, Budget: c.budget, Hits: c.hits, Misses: c.misses,
+		Recycled: c.recycled, Free: len(c.free)}
 }

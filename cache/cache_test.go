@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -212,4 +213,176 @@ func BenchmarkGetHitParallel(b *testing.B) {
 			i++
 		}
 	})
+}
+
+// fill returns a load that fills a buffer from alloc with b.
+func fill(n int, b byte) func(context.Context, Alloc) ([]byte, error) {
+	return func(_ context.Context, alloc Alloc) ([]byte, error) {
+		v := alloc(n)
+		for i := range v {
+			v[i] = b
+		}
+		return v, nil
+	}
+}
+
+func TestHeldValueIsNotRecycled(t *testing.T) {
+	const size = 1000
+	c := New(size + entryOverhead) // room for one value
+	ctx := context.Background()
+	a, err := c.Acquire(ctx, "a", fill(size, 'a'))
+	if err != nil {
+		t.Fatal(err)
+	}
+	av := a.Value()
+	// b evicts a while we still hold it; its buffer must be a new one.
+	b, err := c.Acquire(ctx, "b", fill(size, 'b'))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, x := range av {
+		if x != 'a' {
+			t.Fatalf("held value of a overwritten at %d with %q", i, x)
+		}
+	}
+	a.Release()
+	b.Release()
+	// Now a's buffer is free: c evicts b and takes one of the two.
+	cRef, err := c.Acquire(ctx, "c", fill(size, 'c'))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cRef.Release()
+	if s := c.Stats(); s.Recycled != 1 {
+		t.Errorf("stats %+v, want 1 buffer recycled", s)
+	}
+}
+
+func TestGetValueIsNeverRecycled(t *testing.T) {
+	const size = 1000
+	c := New(size + entryOverhead)
+	ctx := context.Background()
+	ref, err := c.Acquire(ctx, "a", fill(size, 'a'))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref.Release()
+	v, err := c.Get(ctx, "a", nil) // a hit: the value escapes uncounted
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"b", "c", "d"} {
+		r, err := c.Acquire(ctx, k, fill(size, k[0]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Release()
+	}
+	if !bytes.Equal(v, value(size, 'a')) {
+		t.Errorf("value from Get was recycled")
+	}
+}
+
+func TestDemotedBufferIsReusedFirst(t *testing.T) {
+	const size = 1000
+	c := New(100 * (size + entryOverhead)) // plenty of room
+	ctx := context.Background()
+	for _, k := range []string{"a", "b"} {
+		r, err := c.Acquire(ctx, k, fill(size, k[0]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Release()
+	}
+	c.Demote("a")
+	c.Demote("b")
+	// A hit on b undoes its demotion.
+	r, err := c.Acquire(ctx, "b", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Release()
+	for _, k := range []string{"c", "d"} {
+		r, err := c.Acquire(ctx, k, fill(size, k[0]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Release()
+	}
+	s := c.Stats()
+	if s.Recycled != 1 || s.Entries != 3 {
+		t.Errorf("stats %+v, want a's buffer recycled once and b, c, d cached", s)
+	}
+	if r, err := c.Acquire(ctx, "b", nil); err != nil || !bytes.Equal(r.Value(), value(size, 'b')) {
+		t.Errorf("b after demotion and reuse: %v", err)
+	} else {
+		r.Release()
+	}
+}
+
+func TestPrefetchLoadsOnce(t *testing.T) {
+	c := New(1 << 20)
+	var calls atomic.Int32
+	fn := func(ctx context.Context, alloc Alloc) ([]byte, error) {
+		calls.Add(1)
+		return fill(10, 'p')(ctx, alloc)
+	}
+	ctx := context.Background()
+	c.Prefetch(ctx, "k", fn)
+	c.Prefetch(ctx, "k", fn)
+	r, err := c.Acquire(ctx, "k", fn) // joins the prefetch or hits its result
+	if err != nil || !bytes.Equal(r.Value(), value(10, 'p')) {
+		t.Fatalf("Acquire after Prefetch: %v", err)
+	}
+	r.Release()
+	if c.Prefetch(ctx, "k", fn) {
+		t.Error("Prefetch of a cached key started a load")
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("loaded %d times, want 1", n)
+	}
+}
+
+// TestRecyclingUnderConcurrency has many readers hold values of a cache
+// too small for them while loads recycle buffers; a reader that sees a
+// byte of another key caught a buffer recycled under it (and -race sees
+// the write).
+func TestRecyclingUnderConcurrency(t *testing.T) {
+	const size = 4096
+	c := New(3 * (size + entryOverhead))
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 300; i++ {
+				key := string(rune('a' + (i*7+g)%10))
+				if i%5 == 0 {
+					c.Demote(key)
+				}
+				r, err := c.Acquire(context.Background(), key, fill(size, key[0]))
+				if err != nil {
+					errs <- err
+					return
+				}
+				for j, x := range r.Value() {
+					if x != key[0] {
+						errs <- fmt.Errorf("key %s: byte %d is %q", key, j, x)
+						r.Release()
+						return
+					}
+				}
+				r.Release()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if s := c.Stats(); s.Recycled == 0 || s.Bytes > s.Budget {
+		t.Errorf("stats %+v: want buffers recycled, within budget", s)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/nczarrfs/nczarrfs/cache"
 	"github.com/nczarrfs/nczarrfs/nczarr/codec"
 	"github.com/nczarrfs/nczarrfs/zmap"
 )
@@ -41,6 +42,7 @@ type Array struct {
 	fill       []byte
 	fillOnce   sync.Once
 	fillChunk  []byte
+	ra         readAhead
 }
 
 func newArray(d *Dataset, path string, zarray []byte, zattrs, v1 object) *Array {
@@ -194,12 +196,18 @@ func (a *Array) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 		p = p[:rest]
 	}
 	keys, ops := a.plan(off, len(p))
-	chunks := make([][]byte, len(keys))
+	chunks := make([]chunkRef, len(keys))
+	defer func() {
+		for i := range chunks {
+			chunks[i].release()
+		}
+	}()
 	if err := a.fetch(ctx, keys, chunks); err != nil {
 		return 0, err
 	}
+	a.afterRead(off, len(p))
 	for _, op := range ops {
-		copy(p[op.dst:op.dst+op.n], chunks[op.chunk][op.src:op.src+op.n])
+		copy(p[op.dst:op.dst+op.n], chunks[op.chunk].data[op.src:op.src+op.n])
 	}
 	if len(p) < want {
 		return len(p), io.EOF
@@ -253,8 +261,9 @@ func (a *Array) plan(off int64, n int) (keys []string, ops []copyOp) {
 }
 
 // fetch fills chunks[i] with the decoded chunk keys[i], at most d.par at
-// a time. The first error wins.
-func (a *Array) fetch(ctx context.Context, keys []string, chunks [][]byte) error {
+// a time. The first error wins. The caller releases every chunks[i], also
+// on error.
+func (a *Array) fetch(ctx context.Context, keys []string, chunks []chunkRef) error {
 	if len(keys) == 1 {
 		var err error
 		chunks[0], err = a.chunk(ctx, keys[0])
@@ -292,37 +301,71 @@ func (a *Array) fetch(ctx context.Context, keys []string, chunks [][]byte) error
 
 // chunk returns a decoded chunk in output form: C order, little-endian,
 // ItemSize bytes an element. A chunk that is not stored is the fill value.
-func (a *Array) chunk(ctx context.Context, key string) ([]byte, error) {
-	load := func(ctx context.Context) ([]byte, error) { return a.load(ctx, key) }
-	var data []byte
+// The caller must release the result once it no longer reads it.
+func (a *Array) chunk(ctx context.Context, key string) (chunkRef, error) {
+	var c chunkRef
 	var err error
-	if a.d.cache != nil {
-		data, err = a.d.cache.Get(ctx, key, load)
-	} else {
-		data, err = load(ctx)
+	switch cc := a.d.cache.(type) {
+	case refCache:
+		c.ref, err = cc.Acquire(ctx, key, func(ctx context.Context, alloc cache.Alloc) ([]byte, error) {
+			return a.load(ctx, key, alloc)
+		})
+		if err == nil {
+			c.data = c.ref.Value()
+		}
+	case nil:
+		c.data, err = a.load(ctx, key, nil)
+	default:
+		c.data, err = cc.Get(ctx, key, func(ctx context.Context) ([]byte, error) { return a.load(ctx, key, nil) })
 	}
 	if err != nil {
-		return nil, err
+		return chunkRef{}, err
 	}
-	if data == nil {
-		return a.filled(), nil
+	if c.data == nil {
+		c.data = a.filled()
 	}
-	return data, nil
+	return c, nil
 }
 
 // load reads and decodes one chunk; (nil, nil) when it is not stored.
-func (a *Array) load(ctx context.Context, key string) ([]byte, error) {
-	raw, err := a.d.store.Get(ctx, key)
-	if errors.Is(err, zmap.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("chunk %s: %w", key, err)
-	}
+// The decoded bytes go into a buffer from alloc when alloc is not nil.
+func (a *Array) load(ctx context.Context, key string, alloc cache.Alloc) ([]byte, error) {
 	size := int(a.chunkElems) * a.ItemSize
-	data := raw // no codec: the stored bytes are the data, and are ours
-	if a.Chain.Len() > 0 || len(raw) != size {
-		if data, err = a.Chain.Decode(raw, size); err != nil {
+	if alloc == nil {
+		alloc = func(n int) []byte { return make([]byte, n) }
+	}
+	var data []byte
+	if a.Chain.Len() == 0 {
+		// The stored bytes are the data: read them straight into place.
+		// One byte more than the chunk tells an oversized object.
+		buf := alloc(size + 1)
+		n, err := a.d.store.ReadAt(ctx, key, buf, 0)
+		switch {
+		case errors.Is(err, zmap.ErrNotFound):
+			return nil, nil
+		case err != nil && err != io.EOF:
+			return nil, fmt.Errorf("chunk %s: %w", key, err)
+		case n != size:
+			if n == len(buf) {
+				n, err = a.storedSize(ctx, key)
+				if err != nil {
+					return nil, fmt.Errorf("chunk %s: %w", key, err)
+				}
+			}
+			return nil, fmt.Errorf("chunk %s: %w: stored %d bytes, want %d", key, codec.ErrCorrupt, n, size)
+		}
+		data = buf[:size]
+	} else {
+		raw, put, err := a.readRaw(ctx, key, size)
+		if errors.Is(err, zmap.ErrNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("chunk %s: %w", key, err)
+		}
+		data, err = a.Chain.DecodeInto(alloc(size), raw, size)
+		put()
+		if err != nil {
 			return nil, fmt.Errorf("chunk %s: %w", key, err)
 		}
 	}
@@ -333,6 +376,43 @@ func (a *Array) load(ctx context.Context, key string) ([]byte, error) {
 		data = fortranToC(data, a.Meta.Chunks, a.ItemSize)
 	}
 	return data, nil
+}
+
+// rawBuffers recycles the buffers that stored (encoded) chunks are read
+// into, for the same reason the cache recycles decoded ones: fresh memory
+// is slow to touch. It holds *[]byte.
+var rawBuffers sync.Pool
+
+// readRaw returns the stored bytes of a chunk whose decoded size is size,
+// read into a pooled buffer when they fit one; put returns the buffer to
+// the pool once the caller is done with raw.
+func (a *Array) readRaw(ctx context.Context, key string, size int) (raw []byte, put func(), err error) {
+	// Encoded chunks rarely exceed their decoded size by more than a
+	// frame's overhead; bigger ones take the store's Get.
+	want := size + size/8 + 4096
+	bp, _ := rawBuffers.Get().(*[]byte)
+	if bp == nil || cap(*bp) < want || cap(*bp) > 2*want {
+		b := make([]byte, want)
+		bp = &b
+	}
+	buf := (*bp)[:want]
+	n, err := a.d.store.ReadAt(ctx, key, buf, 0)
+	switch {
+	case err == io.EOF:
+		return buf[:n], func() { rawBuffers.Put(bp) }, nil
+	case err != nil:
+		rawBuffers.Put(bp)
+		return nil, nil, err
+	}
+	rawBuffers.Put(bp) // the object is larger than buf
+	raw, err = a.d.store.Get(ctx, key)
+	return raw, func() {}, err
+}
+
+// storedSize is the size of a stored object, for error messages.
+func (a *Array) storedSize(ctx context.Context, key string) (int, error) {
+	n, err := a.d.store.Size(ctx, key)
+	return int(min(n, math.MaxInt32)), err
 }
 
 // filled is a whole chunk of fill values, made once and shared.

@@ -260,11 +260,24 @@ func putBuffer(b []byte) {
 // Decode turns a stored chunk into exactly size bytes of raw array data.
 // The result is newly allocated: it never aliases src.
 func (c *Chain) Decode(src []byte, size int) ([]byte, error) {
+	return c.DecodeInto(nil, src, size)
+}
+
+// DecodeInto is Decode with the result written into dst's storage when
+// cap(dst) >= size (dst's contents are ignored), so that callers can
+// recycle output buffers instead of touching fresh memory for every chunk.
+// A codec may still return a buffer of its own; the result never aliases
+// src, and dst must not overlap src.
+func (c *Chain) DecodeInto(dst, src []byte, size int) ([]byte, error) {
+	if cap(dst) < size {
+		dst = make([]byte, 0, size)
+	}
+	dst = dst[:0]
 	if len(c.codecs) == 0 {
 		if len(src) != size {
 			return nil, fmt.Errorf("%w: stored %d bytes, want %d", ErrCorrupt, len(src), size)
 		}
-		return append([]byte(nil), src...), nil
+		return append(dst, src...), nil
 	}
 	// want[i] is the size step i must produce: known for the first step,
 	// and for later ones as long as every step before them is a Sizer.
@@ -286,19 +299,17 @@ func (c *Chain) Decode(src []byte, size int) ([]byte, error) {
 	buf := src
 	pooled := false
 	for i := len(c.codecs) - 1; i >= 0; i-- {
-		var dst []byte
-		if i == 0 {
-			dst = make([]byte, 0, size)
-		} else {
-			dst = getBuffer()
+		step := dst
+		if i != 0 {
+			step = getBuffer()
 		}
-		out, err := c.codecs[i].Decode(dst, buf, want[i], maxIntermediate(size))
+		out, err := c.codecs[i].Decode(step, buf, want[i], maxIntermediate(size))
 		if pooled {
 			putBuffer(buf)
 		}
 		if err != nil {
 			if i != 0 {
-				putBuffer(dst)
+				putBuffer(step)
 			}
 			return nil, fmt.Errorf("%s: %w", c.steps[i].ID, err)
 		}

@@ -1,0 +1,224 @@
+package nczarr_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nczarrfs/nczarrfs/cache"
+	"github.com/nczarrfs/nczarrfs/nczarr"
+	"github.com/nczarrfs/nczarrfs/zmap/file"
+)
+
+// readArrays writes arrays with zarr-python, each next to its decoded
+// bytes as numpy gives them (C order, little-endian), and returns the
+// folder. Chunk rows are small so that reads cross many, and edge chunks
+// are partial.
+func readArrays(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	script := `import sys, zarr, numcodecs, numpy as np
+out = sys.argv[1]
+a = np.random.default_rng(2).standard_normal((300, 260))
+cases = {
+    "none": dict(dtype="<f8", compressor=None),
+    "zstd": dict(dtype="<f8", compressor=numcodecs.Zstd(1)),
+    "blosc": dict(dtype="<f8", compressor=numcodecs.Blosc("lz4", 5, numcodecs.Blosc.SHUFFLE)),
+    "bigendian-F": dict(dtype=">f8", compressor=numcodecs.Zlib(1), order="F"),
+    "sparse": dict(dtype="<f8", compressor=numcodecs.Zstd(1), fill_value=-1.5),
+}
+for name, kw in cases.items():
+    z = zarr.open(out + "/" + name, mode="w", shape=a.shape, chunks=(64, 50), **kw)
+    if name == "sparse":
+        z[100:150, 20:240] = a[100:150, 20:240]
+    else:
+        z[:] = a
+    np.ascontiguousarray(z[:]).astype("<f8").tofile(out + "/" + name + ".bin")
+`
+	if out, err := exec.Command("/usr/bin/python3", "-c", script, dir).CombinedOutput(); err != nil {
+		t.Fatalf("zarr-python: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// TestReadThroughSmallCache reads arrays through a cache that holds a few
+// chunks, so that chunks are evicted, demoted and their buffers recycled
+// while read-ahead runs: sequentially in kernel-sized requests, and from
+// several goroutines at once at random offsets mixed with sequential runs.
+// Every read must match numpy's bytes.
+func TestReadThroughSmallCache(t *testing.T) {
+	dir := readArrays(t)
+	const chunkBytes = 64 * 50 * 8
+	for _, tc := range []struct {
+		name   string
+		chunks int64 // cache budget in chunks
+	}{
+		// 8: no room for read-ahead beside a row of 6 chunks; 24: read-ahead
+		// and demotion, and still less than the array's 30 chunks.
+		{"none", 8}, {"none", 24}, {"zstd", 8}, {"zstd", 24}, {"blosc", 24},
+		{"bigendian-F", 24}, {"sparse", 24},
+	} {
+		name := tc.name
+		t.Run(fmt.Sprintf("%s/%d", name, tc.chunks), func(t *testing.T) {
+			want, err := os.ReadFile(filepath.Join(dir, name+".bin"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			store, err := file.Open(filepath.Join(dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := cache.New(tc.chunks * chunkBytes)
+			ds, err := nczarr.Open(context.Background(), store, nczarr.Options{Cache: c})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := ds.Array("")
+			if a.Size() != int64(len(want)) {
+				t.Fatalf("size %d, want %d", a.Size(), len(want))
+			}
+			for _, req := range []int{128 << 10, 4096, 1000} {
+				got := readSeq(t, a, req)
+				if !bytes.Equal(got, want) {
+					t.Fatalf("sequential %d-byte reads differ from numpy", req)
+				}
+			}
+
+			seed := rand.Int63()
+			t.Logf("seed %d", seed)
+			var wg sync.WaitGroup
+			errs := make(chan error, 4)
+			for g := 0; g < 4; g++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					errs <- readMixed(a, want, seed+int64(g))
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				if err != nil {
+					t.Error(err)
+				}
+			}
+			if name != "sparse" && c.Stats().Recycled == 0 {
+				t.Errorf("stats %+v: no buffer was recycled", c.Stats())
+			}
+		})
+	}
+}
+
+// readSeq reads a whole array in order in requests of n bytes.
+func readSeq(t *testing.T, a *nczarr.Array, n int) []byte {
+	t.Helper()
+	out := make([]byte, 0, a.Size())
+	buf := make([]byte, n)
+	for off := int64(0); off < a.Size(); {
+		m, err := a.ReadAt(context.Background(), buf, off)
+		if m == 0 {
+			t.Fatalf("ReadAt(%d) = 0, %v", off, err)
+		}
+		out = append(out, buf[:m]...)
+		off += int64(m)
+	}
+	return out
+}
+
+// readMixed alternates random reads with short sequential runs and checks
+// each against want.
+func readMixed(a *nczarr.Array, want []byte, seed int64) error {
+	rng := rand.New(rand.NewSource(seed))
+	for i := 0; i < 40; i++ {
+		off := rng.Int63n(a.Size())
+		for run := 0; run < 1+rng.Intn(8) && off < a.Size(); run++ {
+			buf := make([]byte, 1+rng.Intn(96<<10))
+			n, _ := a.ReadAt(context.Background(), buf, off)
+			end := min(off+int64(len(buf)), a.Size())
+			if int64(n) != end-off || !bytes.Equal(buf[:n], want[off:end]) {
+				return fmt.Errorf("seed %d: ReadAt(len %d, off %d) = %d bytes, differing from numpy", seed, len(buf), off, n)
+			}
+			off = end
+		}
+	}
+	return nil
+}
+
+// TestDecodeIntoReusesDst decodes stored chunks with Decode and with
+// DecodeInto over a dirty buffer: same bytes, and the buffer's storage is
+// used for codecs that decode into dst.
+func TestDecodeIntoReusesDst(t *testing.T) {
+	dir := readArrays(t)
+	for _, name := range []string{"none", "zstd", "blosc"} {
+		t.Run(name, func(t *testing.T) {
+			store, err := file.Open(filepath.Join(dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ds, err := nczarr.Open(context.Background(), store, nczarr.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := ds.Array("")
+			raw, err := store.Get(context.Background(), "0.0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			size := 64 * 50 * 8
+			want, err := a.Chain.Decode(raw, size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dst := bytes.Repeat([]byte{0xAA}, size)
+			got, err := a.Chain.DecodeInto(dst, raw, size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatal("DecodeInto differs from Decode")
+			}
+			if &got[0] != &dst[0] {
+				t.Error("DecodeInto did not decode into dst")
+			}
+		})
+	}
+}
+
+// TestSequentialReadLoadsAhead reads the first chunk row of an array in
+// order and waits for the cache to receive the next row, which no read
+// asked for.
+func TestSequentialReadLoadsAhead(t *testing.T) {
+	dir := readArrays(t)
+	store, err := file.Open(filepath.Join(dir, "zstd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cache.New(24 * 64 * 50 * 8)
+	ds, err := nczarr.Open(context.Background(), store, nczarr.Options{Cache: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := ds.Array("")
+	rowBytes := int64(64 * 260 * 8)
+	buf := make([]byte, 4096)
+	for off := int64(0); off < rowBytes; off += int64(len(buf)) {
+		if _, err := a.ReadAt(context.Background(), buf[:min(int64(len(buf)), rowBytes-off)], off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Row 0 has 6 chunks; read-ahead brings row 1's 6 more.
+	deadline := time.Now().Add(30 * time.Second)
+	for c.Stats().Entries < 12 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if s := c.Stats(); s.Entries != 12 || s.Misses != 6 {
+		t.Errorf("stats %+v, want 12 chunks cached after 6 misses", s)
+	}
+}
