@@ -226,10 +226,7 @@ func (c *Cache) alloc(l *load, n int) []byte {
 		el = prev
 	}
 	for c.used+int64(n) > c.budget {
-		if len(c.free) > 0 {
-			last := len(c.free) - 1
-			c.used -= int64(cap(c.free[last]))
-			c.free = c.free[:last]
+		if c.dropFree() {
 			continue
 		}
 		el := c.lru.Back()
@@ -251,6 +248,19 @@ func (c *Cache) alloc(l *load, n int) []byte {
 	return buf[:n]
 }
 
+// dropFree forgets the newest spare buffer, if there is one, and gives
+// its bytes back to the budget.
+func (c *Cache) dropFree() bool {
+	last := len(c.free) - 1
+	if last < 0 {
+		return false
+	}
+	c.used -= int64(cap(c.free[last]))
+	c.free[last] = nil
+	c.free = c.free[:last]
+	return true
+}
+
 // fits reports whether b can hold n bytes without wasting much.
 func fits(b []byte, n int) bool { return cap(b) >= n && cap(b)-n <= n/4 }
 
@@ -265,10 +275,7 @@ func (c *Cache) add(e *entry) {
 	e.inLRU = true
 	c.used += cost
 	for c.used > c.budget {
-		if len(c.free) > 0 {
-			last := len(c.free) - 1
-			c.used -= int64(cap(c.free[last]))
-			c.free = c.free[:last]
+		if c.dropFree() {
 			continue
 		}
 		el := c.lru.Back()

@@ -19,6 +19,7 @@ import (
 	"github.com/nczarrfs/nczarrfs/cache"
 	"github.com/nczarrfs/nczarrfs/fusefs"
 	"github.com/nczarrfs/nczarrfs/nczarr"
+	"github.com/nczarrfs/nczarrfs/zmap/s3"
 	"github.com/nczarrfs/nczarrfs/zmap/source"
 )
 
@@ -91,14 +92,14 @@ func runMount(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	store, err := source.Open(ctx, parsed, source.Options{
+	store, err := source.Open(ctx, parsed, source.Options{S3: s3.Options{
 		EndpointURL:   c.String("endpoint-url"),
 		Region:        c.String("region"),
 		Profile:       c.String("profile"),
 		NoSignRequest: c.Bool("no-sign-request"),
 		Timeout:       c.Duration("s3-timeout"),
 		Logger:        log,
-	})
+	}})
 	if err != nil {
 		return err
 	}

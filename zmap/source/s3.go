@@ -2,23 +2,15 @@ package source
 
 import (
 	"context"
-	"log/slog"
-	"time"
 
 	"github.com/nczarrfs/nczarrfs/zmap"
 	"github.com/nczarrfs/nczarrfs/zmap/s3"
 )
 
-// Options carry the S3 settings from the command line.
+// Options carry the settings of remote stores, from the command line.
 type Options struct {
-	EndpointURL   string
-	Region        string
-	Profile       string
-	NoSignRequest bool
-	// Timeout bounds each S3 operation, retries included; 0 is the
-	// backend's default.
-	Timeout time.Duration
-	Logger  *slog.Logger
+	// S3 configures s3:// and http(s):// sources.
+	S3 s3.Options
 }
 
 func openS3(ctx context.Context, s Source, opts Options) (zmap.Store, error) {
@@ -26,12 +18,5 @@ func openS3(ctx context.Context, s Source, opts Options) (zmap.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s3.Open(ctx, loc, s3.Options{
-		EndpointURL:   opts.EndpointURL,
-		Region:        opts.Region,
-		Profile:       opts.Profile,
-		NoSignRequest: opts.NoSignRequest,
-		Timeout:       opts.Timeout,
-		Logger:        opts.Logger,
-	})
+	return s3.Open(ctx, loc, opts.S3)
 }
