@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/smithy-go"
@@ -133,6 +134,15 @@ func (s *Store) mapErr(ctx context.Context, op, key string, err error) error {
 		e.Msg = fmt.Sprintf("%v", ctx.Err())
 	case errors.Is(err, context.DeadlineExceeded):
 		e.Msg = fmt.Sprintf("cannot reach %s: no complete answer within %v (%v)", s.endpoint, s.timeout, err)
+		if last := lastAnswerOf(ctx); last != nil {
+			if status, code := statusOf(last); status != 0 {
+				// The server did answer, with errors worth retrying
+				// (throttling, 5xx), until the timeout ended the retries.
+				e.Status, e.Code = status, code
+				e.Msg = fmt.Sprintf("no success within %v; %s last answered %d %s (%v)",
+					s.timeout, s.endpoint, status, code, last)
+			}
+		}
 	case certificateError(err) == aws.FalseTernary:
 		e.Msg = fmt.Sprintf("cannot reach %s: the server's certificate is not trusted (AWS_CA_BUNDLE=%q): %v",
 			s.endpoint, os.Getenv("AWS_CA_BUNDLE"), err)
@@ -156,4 +166,37 @@ func certificateError(err error) aws.Ternary {
 		return aws.FalseTernary
 	}
 	return aws.UnknownTernary
+}
+
+// lastAnswerKey keys the *lastAnswer that each operation's context
+// carries.
+type lastAnswerKey struct{}
+
+// lastAnswer holds the last retryable error of an operation: when the
+// timeout ends its retries, the SDK reports only the cancellation.
+type lastAnswer struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (a *lastAnswer) set(err error) {
+	a.mu.Lock()
+	a.err = err
+	a.mu.Unlock()
+}
+
+// withLastAnswer returns ctx carrying a fresh lastAnswer for one operation.
+func withLastAnswer(ctx context.Context) context.Context {
+	return context.WithValue(ctx, lastAnswerKey{}, &lastAnswer{})
+}
+
+// lastAnswerOf returns the last retryable error noted in ctx, or nil.
+func lastAnswerOf(ctx context.Context) error {
+	a, ok := ctx.Value(lastAnswerKey{}).(*lastAnswer)
+	if !ok {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.err
 }

@@ -429,6 +429,18 @@ func TestRetryPersistent(t *testing.T) {
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Errorf("%v does not wrap context.DeadlineExceeded: it was not the timeout that ended it", err)
 			}
+			// The error still reports what the server last answered,
+			// not just the timeout.
+			var se *s3.Error
+			if !errors.As(err, &se) {
+				t.Fatalf("%v (%T) is not an *s3.Error", err, err)
+			}
+			if se.Status != c.fault.Status || (!c.op.head && se.Code != c.fault.Code) {
+				t.Errorf("error status %d code %q, want the last answer %d %q: %v", se.Status, se.Code, c.fault.Status, c.fault.Code, err)
+			}
+			if want := fmt.Sprintf("last answered %d", c.fault.Status); !strings.Contains(err.Error(), want) {
+				t.Errorf("%v: the message does not say %q", err, want)
+			}
 			n := env.proxy.count(key)
 			if n < 2 || n >= maxAttempts {
 				t.Errorf("the proxy saw %d requests for %s, want at least 2 and fewer than %d", n, key, maxAttempts)

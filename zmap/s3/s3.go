@@ -251,6 +251,7 @@ func Open(ctx context.Context, loc Location, opts Options) (*Store, error) {
 
 // check lists at most one key under the prefix.
 func (s *Store) check(ctx context.Context) error {
+	ctx = withLastAnswer(ctx)
 	rctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	out, err := s.client.ListObjectsV2(rctx, &s3.ListObjectsV2Input{
@@ -290,6 +291,7 @@ func (s *Store) Location() Location { return s.loc }
 
 // Get returns the whole object stored under key.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
+	ctx = withLastAnswer(ctx)
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
@@ -343,6 +345,7 @@ func (s *Store) ReadAt(ctx context.Context, key string, p []byte, off int64) (in
 		}
 		return 0, err
 	}
+	ctx = withLastAnswer(ctx)
 	rctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	rng := fmt.Sprintf("bytes=%d-%d", off, off+int64(len(p))-1)
@@ -406,6 +409,7 @@ func rangeStart(cr string) (int64, error) {
 
 // Size returns the size of the object stored under key (HeadObject).
 func (s *Store) Size(ctx context.Context, key string) (int64, error) {
+	ctx = withLastAnswer(ctx)
 	if err := checkKey(key); err != nil {
 		return 0, err
 	}
@@ -458,9 +462,10 @@ func (s *Store) Search(ctx context.Context, prefix string) ([]zmap.Entry, error)
 		entries = append(entries, e)
 	}
 	for pager.HasMorePages() {
-		page, err := s.nextPage(ctx, pager)
+		pctx := withLastAnswer(ctx)
+		page, err := s.nextPage(pctx, pager)
 		if err != nil {
-			return nil, s.mapErr(ctx, "ListObjectsV2", prefix, err)
+			return nil, s.mapErr(pctx, "ListObjectsV2", prefix, err)
 		}
 		for _, cp := range page.CommonPrefixes {
 			name := strings.TrimSuffix(strings.TrimPrefix(aws.ToString(cp.Prefix), lp), "/")
@@ -583,6 +588,16 @@ func describeCredentials(source, profile string) string {
 type loggingRetryer struct {
 	*retry.Standard
 	log *slog.Logger
+}
+
+// GetRetryToken notes err, the answer about to be retried, in the
+// operation's lastAnswer, so that if the timeout ends the retries the error
+// can say what the server last answered.
+func (r *loggingRetryer) GetRetryToken(ctx context.Context, err error) (func(error) error, error) {
+	if a, ok := ctx.Value(lastAnswerKey{}).(*lastAnswer); ok {
+		a.set(err)
+	}
+	return r.Standard.GetRetryToken(ctx, err)
 }
 
 func (r *loggingRetryer) RetryDelay(attempt int, err error) (time.Duration, error) {
