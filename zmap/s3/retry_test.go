@@ -401,14 +401,7 @@ func TestRetryPersistent(t *testing.T) {
 			if errors.Is(err, context.DeadlineExceeded) {
 				t.Errorf("%v: ended by the timeout, want by MaxAttempts", err)
 			}
-			// The error reports the server's last answer.
-			var se *s3.Error
-			if !errors.As(err, &se) {
-				t.Fatalf("%v (%T) is not an *s3.Error", err, err)
-			}
-			if se.Status != c.fault.Status || (!c.op.head && se.Code != c.fault.Code) {
-				t.Errorf("error status %d code %q, want %d %q: %v", se.Status, se.Code, c.fault.Status, c.fault.Code, err)
-			}
+			checkLastAnswer(t, err, c)
 			t.Logf("%d requests, failed after %v: %v", env.proxy.count(key), elapsed.Round(time.Millisecond), err)
 		})
 	})
@@ -431,13 +424,7 @@ func TestRetryPersistent(t *testing.T) {
 			}
 			// The error still reports what the server last answered,
 			// not just the timeout.
-			var se *s3.Error
-			if !errors.As(err, &se) {
-				t.Fatalf("%v (%T) is not an *s3.Error", err, err)
-			}
-			if se.Status != c.fault.Status || (!c.op.head && se.Code != c.fault.Code) {
-				t.Errorf("error status %d code %q, want the last answer %d %q: %v", se.Status, se.Code, c.fault.Status, c.fault.Code, err)
-			}
+			checkLastAnswer(t, err, c)
 			if want := fmt.Sprintf("last answered %d", c.fault.Status); !strings.Contains(err.Error(), want) {
 				t.Errorf("%v: the message does not say %q", err, want)
 			}
@@ -448,6 +435,19 @@ func TestRetryPersistent(t *testing.T) {
 			t.Logf("%d requests, failed after %v: %v", n, elapsed.Round(time.Millisecond), err)
 		})
 	})
+}
+
+// checkLastAnswer checks that err is an *s3.Error carrying the status and
+// S3 code of c's fault (a HEAD answer has no body, so no code).
+func checkLastAnswer(t *testing.T, err error, c retryCase) {
+	t.Helper()
+	var se *s3.Error
+	if !errors.As(err, &se) {
+		t.Fatalf("%v (%T) is not an *s3.Error", err, err)
+	}
+	if se.Status != c.fault.Status || (!c.op.head && se.Code != c.fault.Code) {
+		t.Errorf("error status %d code %q, want the last answer %d %q: %v", se.Status, se.Code, c.fault.Status, c.fault.Code, err)
+	}
 }
 
 // TestRetryNotRetried checks that answers no retry can change are not
