@@ -389,20 +389,14 @@ func TestRetryPersistent(t *testing.T) {
 		const maxAttempts = 3
 		st := env.open(t, s3.Options{Timeout: 30 * time.Second, MaxAttempts: maxAttempts})
 		runAll(t, attempts, func(t *testing.T, c retryCase) {
-			key := c.op.key(c.dir)
-			env.proxy.inject(key, c.fault, -1)
-			start := time.Now()
-			err := c.op.run(context.Background(), st, c.dir)
-			elapsed := time.Since(start)
-			checkIOError(t, err)
-			if n := env.proxy.count(key); n != maxAttempts {
-				t.Errorf("the proxy saw %d requests for %s, want MaxAttempts = %d", n, key, maxAttempts)
+			n, err := env.failPersistently(t, st, c)
+			if n != maxAttempts {
+				t.Errorf("the proxy saw %d requests for %s, want MaxAttempts = %d", n, c.op.key(c.dir), maxAttempts)
 			}
 			if errors.Is(err, context.DeadlineExceeded) {
 				t.Errorf("%v: ended by the timeout, want by MaxAttempts", err)
 			}
 			checkLastAnswer(t, err, c)
-			t.Logf("%d requests, failed after %v: %v", env.proxy.count(key), elapsed.Round(time.Millisecond), err)
 		})
 	})
 
@@ -413,12 +407,7 @@ func TestRetryPersistent(t *testing.T) {
 		const maxAttempts = 50
 		st := env.open(t, s3.Options{Timeout: 3 * time.Second, MaxAttempts: maxAttempts})
 		runAll(t, timeout, func(t *testing.T, c retryCase) {
-			key := c.op.key(c.dir)
-			env.proxy.inject(key, c.fault, -1)
-			start := time.Now()
-			err := c.op.run(context.Background(), st, c.dir)
-			elapsed := time.Since(start)
-			checkIOError(t, err)
+			n, err := env.failPersistently(t, st, c)
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Errorf("%v does not wrap context.DeadlineExceeded: it was not the timeout that ended it", err)
 			}
@@ -428,13 +417,27 @@ func TestRetryPersistent(t *testing.T) {
 			if want := fmt.Sprintf("last answered %d", c.fault.Status); !strings.Contains(err.Error(), want) {
 				t.Errorf("%v: the message does not say %q", err, want)
 			}
-			n := env.proxy.count(key)
 			if n < 2 || n >= maxAttempts {
-				t.Errorf("the proxy saw %d requests for %s, want at least 2 and fewer than %d", n, key, maxAttempts)
+				t.Errorf("the proxy saw %d requests for %s, want at least 2 and fewer than %d", n, c.op.key(c.dir), maxAttempts)
 			}
-			t.Logf("%d requests, failed after %v: %v", n, elapsed.Round(time.Millisecond), err)
 		})
 	})
+}
+
+// failPersistently answers every request for c's key with c's fault, runs
+// c's operation on st and checks that it fails with an I/O error. It
+// returns how many requests the proxy saw, and the error.
+func (e *retryEnv) failPersistently(t *testing.T, st *s3.Store, c retryCase) (int, error) {
+	t.Helper()
+	key := c.op.key(c.dir)
+	e.proxy.inject(key, c.fault, -1)
+	start := time.Now()
+	err := c.op.run(context.Background(), st, c.dir)
+	elapsed := time.Since(start)
+	checkIOError(t, err)
+	n := e.proxy.count(key)
+	t.Logf("%d requests, failed after %v: %v", n, elapsed.Round(time.Millisecond), err)
+	return n, err
 }
 
 // checkLastAnswer checks that err is an *s3.Error carrying the status and
