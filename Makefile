@@ -26,14 +26,14 @@ vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet ./...
 
-# Brief runs of every fuzz target (seeds plus a few seconds each).
+# Runs of every fuzz target (seeds plus 100,000 executions each).
 fuzz:
-	scripts/fuzz.sh 5s
+	scripts/fuzz.sh 100000x
 
 # Everything CI runs: install, vet, a short run of every fuzz target, then
 # all tests under the race detector.
 test: deps vet
-	scripts/fuzz.sh 3s
+	scripts/fuzz.sh 10000x
 	$(GO) test -race -count=1 -timeout 30m ./...
 
 clean:
