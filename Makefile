@@ -34,7 +34,7 @@ fuzz:
 # all tests under the race detector.
 test: deps vet
 	scripts/fuzz.sh 10000x
-	$(GO) test -race -count=1 -timeout 30m ./...
+	NCZARRFS_REQUIRE_ALL=1 $(GO) test -race -count=1 -timeout 30m ./...
 
 clean:
 	rm -rf bin

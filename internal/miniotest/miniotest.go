@@ -3,8 +3,8 @@
 //
 // The server binary comes from $MINIO_BIN, else from the project cache
 // (${NCZARRFS_CACHE:-$HOME/.cache/nczarrfs}/bin/minio) where
-// scripts/install-minio.sh puts it. A missing binary fails the test (it
-// skips only under -short): the S3 backend is not tested without it.
+// scripts/install-minio.sh puts it. Without it the test is skipped with the
+// reason, or fails under make test (see internal/testenv).
 //
 // Besides starting and stopping, a Server can be stopped and restarted on
 // the same port and data (to test recovery after an outage) and paused with
@@ -40,6 +40,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go/logging"
+
+	"github.com/nczarrfs/nczarrfs/internal/testenv"
 )
 
 // Credentials of the root user of every test server. They are test-only
@@ -53,8 +55,8 @@ const (
 // startTimeout bounds how long a server may take to become ready.
 const startTimeout = 60 * time.Second
 
-// Binary returns the path of the MinIO server binary. It fails t when there
-// is none, with the command that installs it; under -short it skips t.
+// Binary returns the path of the MinIO server binary. When there is none,
+// testenv.Require skips or fails t with the command that installs it.
 func Binary(t testing.TB) string {
 	t.Helper()
 	path := os.Getenv("MINIO_BIN")
@@ -69,13 +71,11 @@ func Binary(t testing.TB) string {
 		}
 		path = filepath.Join(cache, "bin", "minio")
 	}
-	if _, err := os.Stat(path); err != nil {
-		msg := fmt.Sprintf("miniotest: no MinIO server at %s (%v): run scripts/install-minio.sh, or set MINIO_BIN", path, err)
-		if testing.Short() {
-			t.Skip(msg)
-		}
-		t.Fatal(msg)
+	var err error
+	if _, err = os.Stat(path); err != nil {
+		err = fmt.Errorf("%w (run scripts/install-minio.sh, or set MINIO_BIN)", err)
 	}
+	testenv.Require(t, "a MinIO server binary", err)
 	return path
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nczarrfs/nczarrfs/internal/testenv"
 	"github.com/nczarrfs/nczarrfs/nczarr/codec"
 	_ "github.com/nczarrfs/nczarrfs/nczarr/codec/all"
 	"github.com/nczarrfs/nczarrfs/nczarr/codec/internal/codectest"
@@ -145,6 +146,7 @@ func TestHDF5IDs(t *testing.T) {
 // TestHDF5Chunks decodes chunks written by HDF5 itself through the HDF5
 // filter ids and parameters of their pipelines.
 func TestHDF5Chunks(t *testing.T) {
+	testenv.Require(t, "HDF5's LZ4 filter plugin", testenv.HDF5Filter(32004))
 	for _, c := range codectest.Generate(t, "hdf5") {
 		t.Run(c.Name, func(t *testing.T) {
 			chain, err := codec.NewChain(c.Filters, nil)
