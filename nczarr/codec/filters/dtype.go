@@ -4,8 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"strconv"
-	"strings"
+
+	"github.com/nczarrfs/nczarrfs/internal/npdtype"
 )
 
 // dtype is a numpy dtype as numcodecs filters name it in their
@@ -17,47 +17,19 @@ type dtype struct {
 	str  string
 }
 
-// parseDtype reads a numpy dtype string. Datetimes and timedeltas are
-// 64-bit integers to every filter.
+// parseDtype reads a numpy dtype string (see npdtype) and keeps the kinds a
+// filter can handle. Datetimes and timedeltas are 64-bit integers to every
+// filter.
 func parseDtype(s string) (dtype, error) {
-	d := dtype{str: s}
-	if len(s) < 2 {
-		return d, fmt.Errorf("dtype %q: too short", s)
+	p, err := npdtype.Parse(s)
+	if err != nil {
+		return dtype{str: s}, err
 	}
-	switch s[0] {
-	case '<', '|', '=':
-	case '>':
-		d.big = true
-	default:
-		return d, fmt.Errorf("dtype %q: no byte order", s)
-	}
-	kind, rest := s[1], s[2:]
-	if kind == 'M' || kind == 'm' {
-		if !strings.HasPrefix(rest, "8") {
-			return d, fmt.Errorf("dtype %q: unsupported", s)
-		}
-		kind, rest = 'i', "8"
-	}
-	n, err := strconv.Atoi(rest)
-	if err != nil || n <= 0 {
-		return d, fmt.Errorf("dtype %q: bad size", s)
-	}
-	d.kind, d.size = kind, n
-	switch kind {
-	case 'b':
-		if n != 1 {
-			return d, fmt.Errorf("dtype %q: unsupported", s)
-		}
-	case 'i', 'u':
-		if n != 1 && n != 2 && n != 4 && n != 8 {
-			return d, fmt.Errorf("dtype %q: unsupported", s)
-		}
-	case 'f':
-		if n != 2 && n != 4 && n != 8 {
-			return d, fmt.Errorf("dtype %q: unsupported", s)
-		}
-	case 'U':
-		d.size = 4 * n
+	d := dtype{kind: p.Kind, size: p.Size, big: p.BigEndian, str: s}
+	switch p.Kind {
+	case 'b', 'i', 'u', 'f', 'U':
+	case 'M', 'm':
+		d.kind = 'i'
 	default:
 		return d, fmt.Errorf("dtype %q: unsupported by this filter", s)
 	}

@@ -84,7 +84,7 @@ func TestBadConfig(t *testing.T) {
 		`{"id":"delta"}`,
 		`{"id":"delta","dtype":"<U3"}`,
 		`{"id":"delta","dtype":"<i3"}`,
-		`{"id":"delta","dtype":"i4"}`,
+		`{"id":"delta","dtype":"!i4"}`,
 		`{"id":"astype","encode_dtype":"<f8"}`,
 		`{"id":"fixedscaleoffset","dtype":"<f8","astype":"<u1","scale":"x","offset":0}`,
 		`{"id":"quantize","digits":2,"dtype":"<i4"}`,
