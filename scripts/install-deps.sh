@@ -12,7 +12,7 @@ run_only=false
 
 packages=(fuse3 jq)
 if ! $run_only; then
-  packages+=(netcdf-bin python3-zarr python3-numcodecs python3-xarray python3-netcdf4 python3-h5py hdf5-filter-plugin zip)
+  packages+=(netcdf-bin python3-zarr python3-numcodecs python3-xarray python3-netcdf4 python3-h5py hdf5-filter-plugin zip python3-crc32c python3-msgpack)
 fi
 
 missing=()
