@@ -1,6 +1,12 @@
 // Package file is the zmap backend for a dataset stored as a directory tree
 // (NCZarr "mode=file", zarr-python's DirectoryStore): the key "g1/v/0.0" is
 // the file g1/v/0.0 under the dataset's root directory.
+//
+// Every access is confined to the root with os.Root: a symbolic link is
+// followed only while it stays inside the root. One that leaves it (an
+// absolute target, or enough ".." to climb out) names an object the store
+// refuses with zmap.ErrPermission, so a mount shared with other users
+// (--allow-other) never exposes files outside the dataset.
 package file
 
 import (
@@ -11,21 +17,30 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/nczarrfs/nczarrfs/zmap"
 )
 
-// Store is a zmap.Store over a directory tree. It holds no open files: each
-// call opens what it reads, so a Store is safe for concurrent use and sees
-// files as they are at the time of the call.
+// Store is a zmap.Store over a directory tree. It holds the root directory
+// open and nothing else: each call opens what it reads, so a Store is safe
+// for concurrent use and sees files as they are at the time of the call.
 //
-// Symbolic links are followed. Objects are regular files; directories are
-// prefixes; anything else (devices, FIFOs, sockets, broken links) is not
-// part of the store. An empty directory is listed as a Dir entry although
-// no object lies under it.
+// Objects are regular files; directories are prefixes; anything else
+// (devices, FIFOs, sockets, broken links) is not part of the store. A
+// symbolic link is followed when its target lies inside the root. A link
+// that leaves the root is listed as a Dir entry (its target is never
+// looked at), and every key through it fails with zmap.ErrPermission. An
+// empty directory is listed as a Dir entry although no object lies under
+// it.
 type Store struct {
-	root string // absolute path of the dataset's root directory
+	root *os.Root
+	// escape is the error os.Root reports for a path that leaves the
+	// root. The os package does not export it, so Open obtains it from
+	// the Root itself, with a path that escapes by its very form.
+	escape error
 }
 
 var _ zmap.Store = (*Store)(nil)
@@ -34,31 +49,50 @@ var _ zmap.Store = (*Store)(nil)
 // error wrapping fs.ErrNotExist when dir does not exist, and with one
 // wrapping syscall.ENOTDIR when dir is not a directory.
 func Open(dir string) (*Store, error) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, fmt.Errorf("file: open %s: %w", dir, err)
-	}
-	fi, err := os.Stat(abs)
+	fi, err := os.Stat(dir)
 	if err != nil {
 		return nil, fmt.Errorf("file: open dataset: %w", err)
 	}
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("file: open dataset %s: %w", dir, syscall.ENOTDIR)
 	}
-	return &Store{root: abs}, nil
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("file: open dataset: %w", err)
+	}
+	// An absolute name escapes any root, and is refused before any
+	// file system access.
+	_, err = root.Lstat("/")
+	var pe *fs.PathError
+	if !errors.As(err, &pe) {
+		root.Close()
+		return nil, fmt.Errorf("file: open dataset %s: os.Root accepted an absolute path (%v)", dir, err)
+	}
+	return &Store{root: root, escape: pe.Err}, nil
 }
 
 // Get returns the content of the file named by key.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
-	name, err := s.object(ctx, "get", key)
+	f, size, err := s.open(ctx, "get", key)
 	if err != nil {
 		return nil, err
 	}
-	b, err := os.ReadFile(name)
-	if err != nil {
-		return nil, mapErr("get", key, err)
+	defer f.Close()
+	b := make([]byte, size)
+	n, err := io.ReadFull(f, b)
+	switch {
+	case err == io.ErrUnexpectedEOF || err == io.EOF:
+		// Shrunk since the stat: what is there is the object.
+		return b[:n], nil
+	case err != nil:
+		return nil, s.mapErr("get", key, err)
 	}
-	return b, nil
+	// Grown since the stat: read the rest too.
+	rest, err := io.ReadAll(f)
+	if err != nil {
+		return nil, s.mapErr("get", key, err)
+	}
+	return append(b, rest...), nil
 }
 
 // ReadAt reads len(p) bytes of the file named by key at offset off.
@@ -66,18 +100,14 @@ func (s *Store) ReadAt(ctx context.Context, key string, p []byte, off int64) (in
 	if off < 0 {
 		return 0, fmt.Errorf("file: readat %q: negative offset %d", key, off)
 	}
-	name, err := s.object(ctx, "readat", key)
+	f, _, err := s.open(ctx, "readat", key)
 	if err != nil {
 		return 0, err
-	}
-	f, err := os.Open(name)
-	if err != nil {
-		return 0, mapErr("readat", key, err)
 	}
 	defer f.Close()
 	n, err := f.ReadAt(p, off)
 	if err != nil && err != io.EOF {
-		return n, mapErr("readat", key, err)
+		return n, s.mapErr("readat", key, err)
 	}
 	return n, err
 }
@@ -87,13 +117,12 @@ func (s *Store) Size(ctx context.Context, key string) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("file: size %q: %w", key, err)
 	}
-	name, err := s.path(key)
-	if err != nil {
-		return 0, fmt.Errorf("file: size: %w", err)
+	if !zmap.ValidKey(key) {
+		return 0, invalidKey("size", key)
 	}
-	fi, err := os.Stat(name)
+	fi, err := s.root.Stat(filepath.FromSlash(key))
 	if err != nil {
-		return 0, mapErr("size", key, err)
+		return 0, s.mapErr("size", key, err)
 	}
 	if !fi.Mode().IsRegular() {
 		return 0, fmt.Errorf("file: size %q: not a regular file: %w", key, zmap.ErrNotFound)
@@ -102,23 +131,33 @@ func (s *Store) Size(ctx context.Context, key string) (int64, error) {
 }
 
 // Search lists the directory named by prefix. A prefix that names no
-// directory (missing, or a file) lists nothing.
+// directory (missing, or a file) lists nothing; one through a link that
+// leaves the root fails with zmap.ErrPermission.
 func (s *Store) Search(ctx context.Context, prefix string) ([]zmap.Entry, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("file: search %q: %w", prefix, err)
 	}
-	dir := s.root
+	dir := "."
 	if prefix != "" {
-		var err error
-		if dir, err = s.path(prefix); err != nil {
+		if !zmap.ValidKey(prefix) {
 			return nil, nil // no object has an invalid key as prefix
 		}
+		dir = filepath.FromSlash(prefix)
 	}
-	des, err := os.ReadDir(dir)
+	f, err := s.root.Open(dir)
 	if err != nil {
-		err = mapErr("search", prefix, err)
+		err = s.mapErr("search", prefix, err)
 		if errors.Is(err, zmap.ErrNotFound) {
 			return nil, nil
+		}
+		return nil, err
+	}
+	des, err := f.ReadDir(-1)
+	f.Close()
+	if err != nil {
+		err = s.mapErr("search", prefix, err)
+		if errors.Is(err, zmap.ErrNotFound) {
+			return nil, nil // a file, not a directory
 		}
 		return nil, err
 	}
@@ -131,8 +170,14 @@ func (s *Store) Search(ctx context.Context, prefix string) ([]zmap.Entry, error)
 		var fi fs.FileInfo
 		switch {
 		case typ&fs.ModeSymlink != 0:
-			// Follow the link; a broken one is skipped.
-			fi, err = os.Stat(filepath.Join(dir, de.Name()))
+			// Follow the link inside the root. One that leaves it is
+			// listed, unexamined, as a prefix whose every key is
+			// refused; a broken one is skipped.
+			fi, err = s.root.Stat(filepath.Join(dir, de.Name()))
+			if errors.Is(err, s.escape) {
+				entries = append(entries, zmap.Entry{Name: de.Name(), Dir: true})
+				continue
+			}
 		case typ.IsDir():
 			entries = append(entries, zmap.Entry{Name: de.Name(), Dir: true})
 			continue
@@ -151,48 +196,59 @@ func (s *Store) Search(ctx context.Context, prefix string) ([]zmap.Entry, error)
 			entries = append(entries, zmap.Entry{Name: de.Name(), Size: fi.Size()})
 		}
 	}
-	// os.ReadDir sorts by file name, which is the order zmap wants.
+	// File.ReadDir returns directory order; zmap wants names sorted.
+	slices.SortFunc(entries, func(a, b zmap.Entry) int { return strings.Compare(a.Name, b.Name) })
 	return entries, nil
 }
 
-// Close does nothing: a Store holds no resources.
-func (s *Store) Close() error { return nil }
+// Close closes the root directory. The Store must not be used after Close.
+func (s *Store) Close() error { return s.root.Close() }
 
-// object checks ctx and key and returns the path of the regular file that
-// key names. Checking the type before opening keeps a FIFO from blocking a
-// read.
-func (s *Store) object(ctx context.Context, op, key string) (string, error) {
+// open checks ctx and key and opens the regular file that key names,
+// returning it with its size. It opens with O_NONBLOCK and checks the type
+// of what it opened, so that a FIFO never blocks a read and nothing can be
+// swapped in between a check and the open.
+func (s *Store) open(ctx context.Context, op, key string) (*os.File, int64, error) {
 	if err := ctx.Err(); err != nil {
-		return "", fmt.Errorf("file: %s %q: %w", op, key, err)
+		return nil, 0, fmt.Errorf("file: %s %q: %w", op, key, err)
 	}
-	name, err := s.path(key)
-	if err != nil {
-		return "", fmt.Errorf("file: %s: %w", op, err)
+	if !zmap.ValidKey(key) {
+		return nil, 0, invalidKey(op, key)
 	}
-	fi, err := os.Stat(name)
+	f, err := s.root.OpenFile(filepath.FromSlash(key), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return "", mapErr(op, key, err)
+		return nil, 0, s.mapErr(op, key, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, s.mapErr(op, key, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("file: %s %q: not a regular file: %w", op, key, zmap.ErrNotFound)
+		f.Close()
+		return nil, 0, fmt.Errorf("file: %s %q: not a regular file: %w", op, key, zmap.ErrNotFound)
 	}
-	return name, nil
+	return f, fi.Size(), nil
 }
 
-// path returns the file path of a well-formed key. Keys that could leave
-// the root ("..", absolute) or that are not in canonical form (empty
-// segments, ".") name no object.
-func (s *Store) path(key string) (string, error) {
-	if !zmap.ValidKey(key) {
-		return "", fmt.Errorf("invalid key %q: %w", key, zmap.ErrNotFound)
-	}
-	return filepath.Join(s.root, filepath.FromSlash(key)), nil
+// invalidKey is the error for a key that is not in canonical form (empty
+// segments, ".", "..", absolute): it names no object.
+func invalidKey(op, key string) error {
+	return fmt.Errorf("file: %s: invalid key %q: %w", op, key, zmap.ErrNotFound)
 }
 
 // mapErr turns an error from the os package into the zmap vocabulary:
 // a missing file, or a path through a file, is ErrNotFound (so is reading
-// a directory); a refused access is ErrPermission. The original error stays
-// in the chain.
+// a directory); a refused access, and a path through a link that leaves
+// the root, is ErrPermission. The original error stays in the chain.
+func (s *Store) mapErr(op, key string, err error) error {
+	if s.escape != nil && errors.Is(err, s.escape) {
+		return fmt.Errorf("file: %s %q: a symbolic link leads out of the dataset root: %w: %w", op, key, zmap.ErrPermission, err)
+	}
+	return mapErr(op, key, err)
+}
+
+// mapErr is Store.mapErr for errors that are not escapes.
 func mapErr(op, key string, err error) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.EISDIR):

@@ -75,21 +75,30 @@ func TestRelativeRoot(t *testing.T) {
 }
 
 // TestSpecialFiles checks how links and non-regular files show up: a link
-// to a file is an object, a link to a directory is a prefix, broken links
-// and FIFOs are not there (and reading a FIFO must not block).
+// to a file inside the root is an object, a link to a directory inside it
+// is a prefix, broken links and FIFOs are not there (and reading a FIFO must
+// not block), and a link that leaves the root is a prefix every key of
+// which is refused with ErrPermission.
 func TestSpecialFiles(t *testing.T) {
 	outside := t.TempDir()
 	writeTree(t, outside, map[string][]byte{"secret": []byte("secret"), "d/x": []byte("x")})
 	root := filepath.Join(outside, "root")
-	writeTree(t, root, map[string][]byte{".zgroup": []byte("{}"), "real/a": []byte("abc")})
+	writeTree(t, root, map[string][]byte{".zgroup": []byte("{}"), "real/a": []byte("abc"), "sub/b": []byte("b")})
 	links := map[string]string{
-		"filelink":   "real/a",
-		"dirlink":    "real",
-		"outsidedir": filepath.Join(outside, "d"),
-		"broken":     "nowhere",
+		"filelink":     "real/a",
+		"dirlink":      "real",
+		"sub/uplink":   "../real/a",                      // climbs, but stays inside
+		"outsidedir":   filepath.Join(outside, "d"),      // absolute, outside
+		"outsidefile":  filepath.Join(outside, "secret"), // absolute, outside
+		"climb":        "../d",                           // relative, outside
+		"sub/climb2":   "../../secret",                   // relative, outside
+		"absinside":    filepath.Join(root, "real"),      // absolute: refused even inside
+		"chain":        "outsidedir",                     // inside, to a link that leaves
+		"broken":       "nowhere",
+		"brokenescape": filepath.Join(outside, "nowhere"), // leaves, to nothing
 	}
 	for name, target := range links {
-		if err := os.Symlink(target, filepath.Join(root, name)); err != nil {
+		if err := os.Symlink(target, filepath.Join(root, filepath.FromSlash(name))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -100,6 +109,7 @@ func TestSpecialFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { s.Close() })
 	ctx := context.Background()
 	got, err := s.Search(ctx, "")
 	if err != nil {
@@ -107,50 +117,93 @@ func TestSpecialFiles(t *testing.T) {
 	}
 	want := []zmap.Entry{
 		{Name: ".zgroup", Size: 2},
+		{Name: "absinside", Dir: true},
+		{Name: "brokenescape", Dir: true},
+		{Name: "chain", Dir: true},
+		{Name: "climb", Dir: true},
 		{Name: "dirlink", Dir: true},
 		{Name: "filelink", Size: 3},
 		{Name: "outsidedir", Dir: true},
+		{Name: "outsidefile", Dir: true},
 		{Name: "real", Dir: true},
+		{Name: "sub", Dir: true},
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("Search(\"\") = %v, want %v", got, want)
 	}
 
+	const (
+		notFound = "\x00notfound"
+		denied   = "\x00denied"
+	)
 	for _, tc := range []struct {
 		key  string
-		want string // "" means ErrNotFound
+		want string // content, or notFound, or denied
 	}{
 		{"filelink", "abc"},
 		{"dirlink/a", "abc"},
-		{"outsidedir/x", "x"},
-		{"broken", ""},
-		{"fifo", ""},
-		{"dirlink", ""},
-		{"../secret", ""},
-		{"real/../../secret", ""},
+		{"sub/uplink", "abc"},
+		{"outsidedir/x", denied},
+		{"outsidedir", denied},
+		{"outsidefile", denied},
+		{"climb/x", denied},
+		{"sub/climb2", denied},
+		{"absinside/a", denied},
+		{"chain/x", denied},
+		{"brokenescape", denied},
+		{"broken", notFound},
+		{"fifo", notFound},
+		{"dirlink", notFound},
+		{"../secret", notFound},
+		{"real/../../secret", notFound},
+		{"/etc/passwd", notFound},
 	} {
 		b, err := s.Get(ctx, tc.key)
-		if tc.want == "" {
-			if !errors.Is(err, zmap.ErrNotFound) {
-				t.Errorf("Get(%q) = %q, %v; want ErrNotFound", tc.key, b, err)
+		_, serr := s.Size(ctx, tc.key)
+		_, rerr := s.ReadAt(ctx, tc.key, make([]byte, 1), 0)
+		switch tc.want {
+		case notFound, denied:
+			kind := zmap.ErrNotFound
+			if tc.want == denied {
+				kind = zmap.ErrPermission
 			}
-			if _, err := s.Size(ctx, tc.key); !errors.Is(err, zmap.ErrNotFound) {
-				t.Errorf("Size(%q): %v; want ErrNotFound", tc.key, err)
+			for op, err := range map[string]error{"Get": err, "Size": serr, "ReadAt": rerr} {
+				if !errors.Is(err, kind) {
+					t.Errorf("%s(%q): %v; want %v", op, tc.key, err, kind)
+				}
 			}
-			if _, err := s.ReadAt(ctx, tc.key, make([]byte, 1), 0); !errors.Is(err, zmap.ErrNotFound) {
-				t.Errorf("ReadAt(%q): %v; want ErrNotFound", tc.key, err)
+			if tc.want == denied && !strings.Contains(err.Error(), "out of the dataset root") {
+				t.Errorf("Get(%q): %v does not say the link leaves the root", tc.key, err)
+			}
+		default:
+			if err != nil || string(b) != tc.want {
+				t.Errorf("Get(%q) = %q, %v; want %q", tc.key, b, err, tc.want)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		prefix string
+		want   []zmap.Entry
+		kind   error
+	}{
+		{"dirlink", []zmap.Entry{{Name: "a", Size: 3}}, nil},
+		{"sub", []zmap.Entry{{Name: "b", Size: 1}, {Name: "climb2", Dir: true}, {Name: "uplink", Size: 3}}, nil},
+		{"..", nil, nil},
+		{"filelink", nil, nil},
+		{"outsidedir", nil, zmap.ErrPermission},
+		{"climb", nil, zmap.ErrPermission},
+		{"chain", nil, zmap.ErrPermission},
+	} {
+		got, err := s.Search(ctx, tc.prefix)
+		if tc.kind != nil {
+			if !errors.Is(err, tc.kind) || got != nil {
+				t.Errorf("Search(%q) = %v, %v; want %v", tc.prefix, got, err, tc.kind)
 			}
 			continue
 		}
-		if err != nil || string(b) != tc.want {
-			t.Errorf("Get(%q) = %q, %v; want %q", tc.key, b, err, tc.want)
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("Search(%q) = %v, %v; want %v", tc.prefix, got, err, tc.want)
 		}
-	}
-	if got, err := s.Search(ctx, "dirlink"); err != nil || !slices.Equal(got, []zmap.Entry{{Name: "a", Size: 3}}) {
-		t.Errorf("Search(dirlink) = %v, %v", got, err)
-	}
-	if got, err := s.Search(ctx, ".."); err != nil || len(got) != 0 {
-		t.Errorf("Search(..) = %v, %v; want nothing", got, err)
 	}
 }
 
