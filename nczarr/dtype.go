@@ -1,23 +1,26 @@
 package nczarr
 
 import (
-	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/nczarrfs/nczarrfs/internal/npdtype"
 )
 
-// DType is a Zarr v2 "simple" data type such as "<i4", ">f8", "|S5" or
-// "<M8[ns]". Structured (record) types are not supported.
+// DType is a Zarr v2 "simple" data type such as "<i4", ">f8", "|S5",
+// "<M8[ns]" or "|O" (variable-length objects). Structured (record) types
+// are not supported.
 type DType struct {
 	Str       string // as written in .zarray
-	Kind      byte   // numpy kind: b i u f c M m S U V
+	Kind      byte   // numpy kind: b i u f c M m S U V O
 	BigEndian bool
-	Size      int // bytes per element as stored
+	Size      int // bytes per element as stored; 0 for "|O"
 }
 
 // ParseDType parses a .zarray "dtype" member.
@@ -26,51 +29,11 @@ func ParseDType(raw json.RawMessage) (DType, error) {
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return DType{}, fmt.Errorf("dtype %s: structured dtypes are not supported", raw)
 	}
-	if len(s) < 3 {
-		return DType{}, fmt.Errorf("dtype %q: too short", s)
+	p, err := npdtype.Parse(s)
+	if err != nil {
+		return DType{}, err
 	}
-	d := DType{Str: s, Kind: s[1]}
-	switch s[0] {
-	case '<', '|', '=':
-	case '>':
-		d.BigEndian = true
-	default:
-		return DType{}, fmt.Errorf("dtype %q: unknown byte order %q", s, s[0])
-	}
-	num := s[2:]
-	if d.Kind == 'M' || d.Kind == 'm' {
-		// datetime64/timedelta64 carry a unit: "<M8[ns]".
-		if i := strings.IndexByte(num, '['); i >= 0 && strings.HasSuffix(num, "]") {
-			num = num[:i]
-		}
-	}
-	n, err := strconv.Atoi(num)
-	if err != nil || n <= 0 || n > 1<<20 {
-		return DType{}, fmt.Errorf("dtype %q: bad size", s)
-	}
-	d.Size = n
-	ok := false
-	switch d.Kind {
-	case 'b':
-		ok = n == 1
-	case 'i', 'u':
-		ok = n == 1 || n == 2 || n == 4 || n == 8
-	case 'f':
-		ok = n == 2 || n == 4 || n == 8
-	case 'c':
-		ok = n == 8 || n == 16
-	case 'M', 'm':
-		ok = n == 8
-	case 'S', 'V':
-		ok = true
-	case 'U':
-		d.Size = 4 * n
-		ok = true
-	}
-	if !ok {
-		return DType{}, fmt.Errorf("dtype %q is not supported", s)
-	}
-	return d, nil
+	return DType{Str: s, Kind: p.Kind, BigEndian: p.BigEndian, Size: p.Size}, nil
 }
 
 // swapUnit is the size of the units whose bytes are reversed to turn a
@@ -112,126 +75,428 @@ func swapBytes(b []byte, unit int) {
 
 // encodeFill returns one element of fill value v (decoded from JSON with
 // UseNumber) in the output form of `data`: little-endian, size bytes.
-// For an NCZarr char (size 1 with kind U or S) the first byte of the string
+//
+// It accepts what zarr-python 2 reads (Metadata2.decode_fill_value, then
+// numpy's conversion to the dtype), since older writers stored fills that
+// today's would not: numbers for string dtypes ("fill_value": 0 for "<U4"
+// is the string "0"), numeric strings and booleans for numbers, base64 or
+// plain text for "|S", base64 for "|V", "NaN", "Infinity" and "-Infinity"
+// for floats, [re, im] for complex numbers, "NaT" for datetimes. Integers
+// out of the dtype's range wrap as numpy 1.24 wraps them. For an NCZarr
+// char (size 1 with kind U) the first byte of the string, or the number,
 // is used.
 func (d DType) encodeFill(v any, size int) ([]byte, error) {
 	out := make([]byte, size)
 	if v == nil {
 		return out, nil
 	}
-	bad := func() ([]byte, error) {
-		return nil, fmt.Errorf("fill_value %v does not fit dtype %s", v, d.Str)
-	}
+	var ok bool
 	switch d.Kind {
 	case 'b':
-		switch x := v.(type) {
-		case bool:
-			if x {
-				out[0] = 1
-			}
-		case json.Number:
-			if x.String() != "0" {
-				out[0] = 1
-			}
-		default:
-			return bad()
-		}
-	case 'i', 'M', 'm':
-		n, ok := v.(json.Number)
-		if !ok {
-			if s, isStr := v.(string); isStr && (d.Kind == 'M' || d.Kind == 'm') && s == "NaT" {
-				n = json.Number(strconv.FormatInt(math.MinInt64, 10))
-			} else {
-				return bad()
-			}
-		}
-		i, err := strconv.ParseInt(n.String(), 10, 64)
-		if err != nil {
-			f, ferr := strconv.ParseFloat(n.String(), 64)
-			if ferr != nil || f != math.Trunc(f) {
-				return bad()
-			}
-			i = int64(f)
-		}
-		putUint(out, uint64(i))
-	case 'u':
-		n, ok := v.(json.Number)
-		if !ok {
-			return bad()
-		}
-		u, err := strconv.ParseUint(n.String(), 10, 64)
-		if err != nil {
-			// netcdf-c writes some unsigned fills as negative numbers.
-			i, ierr := strconv.ParseInt(n.String(), 10, 64)
-			if ierr != nil {
-				return bad()
-			}
-			u = uint64(i)
-		}
-		putUint(out, u)
+		ok = fillBool(out, v)
+	case 'i', 'u':
+		ok = fillInt(out, v, d.Kind == 'u')
+	case 'M', 'm':
+		ok = fillTime(out, v)
 	case 'f':
-		f, err := jsonFloat(v)
-		if err != nil {
-			return bad()
+		var f float64
+		if f, ok = fillFloat(v); ok {
+			putFloat(out, f)
 		}
-		putFloat(out, f)
 	case 'c':
-		parts, ok := v.([]any)
-		if !ok || len(parts) != 2 {
-			return bad()
+		ok = fillComplex(out, v)
+	case 'S':
+		ok = fillBytes(out, v)
+	case 'V':
+		var s string
+		if s, ok = v.(string); ok {
+			var b []byte
+			b, ok = pyBase64(s)
+			copy(out, b)
 		}
-		re, err1 := jsonFloat(parts[0])
-		im, err2 := jsonFloat(parts[1])
-		if err1 != nil || err2 != nil {
-			return bad()
-		}
-		putFloat(out[:size/2], re)
-		putFloat(out[size/2:], im)
-	case 'S', 'V':
-		s, ok := v.(string)
-		if !ok {
-			if n, isNum := v.(json.Number); isNum && size == 1 {
-				// NCZarr char fill written as a number.
-				i, err := strconv.ParseInt(n.String(), 10, 64)
-				if err != nil {
-					return bad()
-				}
-				out[0] = byte(i)
-				return out, nil
-			}
-			return bad()
-		}
-		b, err := base64.StdEncoding.DecodeString(s)
-		if err != nil {
-			b = []byte(s) // NCZarr writes char fills as plain text
-		}
-		copy(out, b)
 	case 'U':
-		s, ok := v.(string)
-		if !ok {
-			return bad()
-		}
-		if size == 1 { // NCZarr char
-			if s != "" {
-				out[0] = s[0]
-			}
-			return out, nil
-		}
-		o := 0
-		for _, r := range s {
-			if o+4 > len(out) {
-				break
-			}
-			if r == utf8.RuneError {
-				r = 0xFFFD
-			}
-			binary.LittleEndian.PutUint32(out[o:], uint32(r))
-			o += 4
-		}
-	default:
-		return bad()
+		ok = fillUnicode(out, v)
+	}
+	if !ok {
+		return nil, fmt.Errorf("fill_value %v does not fit dtype %s", v, d.Str)
 	}
 	return out, nil
+}
+
+// fillBool converts like numpy's bool(): numbers are true unless zero,
+// strings unless empty.
+func fillBool(out []byte, v any) bool {
+	var t bool
+	switch x := v.(type) {
+	case bool:
+		t = x
+	case json.Number:
+		f, err := strconv.ParseFloat(x.String(), 64)
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
+			return false
+		}
+		t = f != 0
+	case string:
+		t = x != ""
+	default:
+		return false
+	}
+	if t {
+		out[0] = 1
+	}
+	return true
+}
+
+// fillInt converts a JSON integer, a float (truncated), a boolean, or a
+// string Python's int() reads, and stores its low len(out) bytes.
+func fillInt(out []byte, v any, unsigned bool) bool {
+	var u uint64
+	switch x := v.(type) {
+	case bool:
+		if x {
+			u = 1
+		}
+	case json.Number:
+		s := x.String()
+		if !isJSONInt(s) {
+			f, err := strconv.ParseFloat(s, 64)
+			if err != nil || math.IsNaN(f) || f <= -0x1p63 || f >= 0x1p63 {
+				return false // numpy leaves these undefined
+			}
+			u = uint64(int64(f))
+			break
+		}
+		var ok bool
+		if u, ok = intBits(s, unsigned); !ok {
+			return false
+		}
+	case string:
+		s, ok := pyNumberText(x, false)
+		if !ok {
+			return false
+		}
+		if u, ok = intBits(s, unsigned); !ok {
+			return false
+		}
+	default:
+		return false
+	}
+	putUint(out, u)
+	return true
+}
+
+// intBits parses a decimal integer that numpy accepts for an integer
+// dtype, which must fit int64, or uint64 for an unsigned dtype.
+func intBits(s string, unsigned bool) (uint64, bool) {
+	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return uint64(i), true
+	}
+	if !unsigned {
+		return 0, false
+	}
+	u, err := strconv.ParseUint(strings.TrimPrefix(s, "+"), 10, 64)
+	return u, err == nil
+}
+
+// isJSONInt reports whether a JSON number has no fraction or exponent,
+// which Python's json module reads as an int.
+func isJSONInt(s string) bool { return !strings.ContainsAny(s, ".eE") }
+
+// fillTime takes a JSON integer or "NaT".
+func fillTime(out []byte, v any) bool {
+	switch x := v.(type) {
+	case json.Number:
+		if !isJSONInt(x.String()) {
+			return false
+		}
+		i, err := strconv.ParseInt(x.String(), 10, 64)
+		if err != nil {
+			return false
+		}
+		putUint(out, uint64(i))
+		return true
+	case string:
+		if strings.EqualFold(x, "NaT") {
+			putUint(out, 1<<63)
+			return true
+		}
+	}
+	return false
+}
+
+// fillFloat reads "NaN", "Infinity", "-Infinity", a number, a boolean, or
+// a string Python's float() reads.
+func fillFloat(v any) (float64, bool) {
+	switch x := v.(type) {
+	case json.Number:
+		f, err := strconv.ParseFloat(x.String(), 64)
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
+			return 0, false
+		}
+		return f, true
+	case bool:
+		if x {
+			return 1, true
+		}
+		return 0, true
+	case string:
+		switch x {
+		case "NaN":
+			return quietNaN, true
+		case "Infinity":
+			return math.Inf(1), true
+		case "-Infinity":
+			return math.Inf(-1), true
+		}
+		s, ok := pyNumberText(x, true)
+		if !ok {
+			return 0, false
+		}
+		sign := 1.0
+		if t := strings.TrimLeft(s, "+-"); strings.EqualFold(t, "nan") {
+			if s[0] == '-' {
+				sign = -1
+			}
+			return math.Copysign(quietNaN, sign), true
+		}
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
+			return 0, false
+		}
+		return f, true
+	}
+	return 0, false
+}
+
+// pyNumberText checks a string the way Python's int() (or float(), when
+// float is set) reads it: surrounding white space, an optional sign, digits
+// with single underscores between them (and for float a fraction, an
+// exponent, or inf, infinity, nan in any case). It returns the number
+// without white space and underscores.
+func pyNumberText(s string, float bool) (string, bool) {
+	s = strings.TrimSpace(s)
+	body := strings.TrimLeft(s, "+-")
+	if len(s)-len(body) > 1 || body == "" {
+		return "", false
+	}
+	if float {
+		switch strings.ToLower(body) {
+		case "inf", "infinity", "nan":
+			return s, true
+		}
+	}
+	var b strings.Builder
+	prevDigit := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= '0' && c <= '9':
+			prevDigit = true
+		case c == '_':
+			if !prevDigit || i+1 == len(s) || s[i+1] < '0' || s[i+1] > '9' {
+				return "", false
+			}
+			continue
+		case c == '+' || c == '-':
+			if i != 0 && !(float && (s[i-1] == 'e' || s[i-1] == 'E')) {
+				return "", false
+			}
+			prevDigit = false
+		case float && (c == '.' || c == 'e' || c == 'E'):
+			prevDigit = false
+		default:
+			return "", false
+		}
+		b.WriteByte(c)
+	}
+	return b.String(), true
+}
+
+// fillComplex reads [re, im], each part as a float fill, and combines them
+// as zarr-python does (re + 1j*im), so a non-finite imaginary part makes
+// the real part NaN.
+func fillComplex(out []byte, v any) bool {
+	parts, ok := v.([]any)
+	if !ok || len(parts) < 2 {
+		return false
+	}
+	re, ok1 := fillFloat(parts[0])
+	im, ok2 := fillFloat(parts[1])
+	if !ok1 || !ok2 {
+		return false
+	}
+	zero := 0.0
+	half := len(out) / 2
+	if half == 4 { // each part is first a float32
+		re, im = float64(float32(re)), float64(float32(im))
+	}
+	putFloat(out[:half], re+(zero*im-zero))
+	putFloat(out[half:], zero+im)
+	return true
+}
+
+// fillBytes reads a "|S" fill: base64 (decoded as leniently as Python
+// does), else ASCII text, or a number or boolean as Python prints it.
+func fillBytes(out []byte, v any) bool {
+	switch x := v.(type) {
+	case string:
+		b, ok := pyBase64(x)
+		if !ok {
+			for i := 0; i < len(x); i++ {
+				if x[i] >= 0x80 {
+					return false
+				}
+			}
+			b = []byte(x) // NCZarr writes char fills as plain text
+		}
+		copy(out, b)
+	case json.Number, bool:
+		copy(out, pyStr(x))
+	default:
+		return false
+	}
+	return true
+}
+
+// fillUnicode reads a "<U" fill: a string, or a number or boolean as
+// Python prints it, stored as UTF-32LE.
+func fillUnicode(out []byte, v any) bool {
+	var s string
+	switch x := v.(type) {
+	case string:
+		s = x
+	case json.Number:
+		if len(out) == 1 { // NCZarr char fill written as a number
+			i, err := strconv.ParseInt(x.String(), 10, 64)
+			if err != nil {
+				return false
+			}
+			out[0] = byte(i)
+			return true
+		}
+		s = pyStr(x)
+	case bool:
+		s = pyStr(x)
+	default:
+		return false
+	}
+	if len(out) == 1 { // NCZarr char
+		if s != "" {
+			out[0] = s[0]
+		}
+		return true
+	}
+	o := 0
+	for _, r := range s {
+		if o+4 > len(out) {
+			break
+		}
+		binary.LittleEndian.PutUint32(out[o:], uint32(r))
+		o += 4
+	}
+	return true
+}
+
+// pyStr prints a JSON number or boolean as Python's str() prints the value
+// its json module reads: ints in decimal, floats in repr form ("1.5",
+// "1e+20", "-0.0"), booleans "True" and "False".
+func pyStr(v any) string {
+	switch x := v.(type) {
+	case bool:
+		if x {
+			return "True"
+		}
+		return "False"
+	case json.Number:
+		s := x.String()
+		if isJSONInt(s) {
+			if i, ok := new(big.Int).SetString(s, 10); ok {
+				return i.String()
+			}
+			return s
+		}
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
+			return s
+		}
+		return pyFloatRepr(f)
+	}
+	return fmt.Sprint(v)
+}
+
+// pyFloatRepr formats f as Python's repr: the shortest digits that read
+// back as f, positional for exponents -4 to 15 (always with a fraction),
+// scientific otherwise.
+func pyFloatRepr(f float64) string {
+	switch {
+	case math.IsInf(f, 1):
+		return "inf"
+	case math.IsInf(f, -1):
+		return "-inf"
+	case math.IsNaN(f):
+		return "nan"
+	}
+	e := strconv.FormatFloat(f, 'e', -1, 64)
+	exp, _ := strconv.Atoi(e[strings.IndexByte(e, 'e')+1:])
+	if exp < -4 || exp >= 16 {
+		return e
+	}
+	s := strconv.FormatFloat(f, 'f', -1, 64)
+	if !strings.Contains(s, ".") {
+		s += ".0"
+	}
+	return s
+}
+
+// pyBase64 decodes standard base64 as Python's base64.standard_b64decode
+// does: characters outside the alphabet are skipped, and decoding stops at
+// the padding that completes a quantum. It fails for input that does not
+// end on a whole quantum and for non-ASCII input.
+func pyBase64(s string) ([]byte, bool) {
+	var out []byte
+	var acc uint32 // the previous character's value
+	quad, pads := 0, 0 // characters into the current quantum, padding seen
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x80 {
+			return nil, false
+		}
+		if c == '=' {
+			pads++
+			if quad >= 2 && quad+pads >= 4 {
+				return out, true
+			}
+			continue
+		}
+		var x uint32
+		switch {
+		case c >= 'A' && c <= 'Z':
+			x = uint32(c - 'A')
+		case c >= 'a' && c <= 'z':
+			x = uint32(c-'a') + 26
+		case c >= '0' && c <= '9':
+			x = uint32(c-'0') + 52
+		case c == '+':
+			x = 62
+		case c == '/':
+			x = 63
+		default:
+			continue
+		}
+		switch quad {
+		case 1:
+			out = append(out, byte(acc<<2|x>>4))
+		case 2:
+			out = append(out, byte(acc<<4|x>>2))
+		case 3:
+			out = append(out, byte(acc<<6|x))
+		}
+		acc, quad, pads = x, (quad+1)%4, 0
+	}
+	if quad != 0 {
+		return nil, false
+	}
+	return out, true
 }
 
 // putUint stores the low len(b) bytes of u little-endian.
@@ -256,25 +521,6 @@ func putFloat(b []byte, f float64) {
 // quietNaN is the NaN numpy writes (0x7ff8000000000000); Go's math.NaN()
 // has another payload, which would show in the bytes of data.
 var quietNaN = math.Float64frombits(0x7ff8000000000000)
-
-// jsonFloat reads a float fill value: a number or one of the strings
-// "NaN", "Infinity", "-Infinity" that Zarr uses for non-finite values.
-func jsonFloat(v any) (float64, error) {
-	switch x := v.(type) {
-	case json.Number:
-		return strconv.ParseFloat(x.String(), 64)
-	case string:
-		switch x {
-		case "NaN", "nan":
-			return quietNaN, nil
-		case "Infinity", "inf":
-			return math.Inf(1), nil
-		case "-Infinity", "-inf":
-			return math.Inf(-1), nil
-		}
-	}
-	return 0, fmt.Errorf("not a float: %v", v)
-}
 
 // float16Bits converts f to IEEE 754 binary16, rounding to nearest even.
 func float16Bits(f float64) uint16 {

@@ -1,9 +1,12 @@
 package nczarr
 
 import (
+	"bytes"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"math"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -12,7 +15,7 @@ import (
 
 // TestFloat16MatchesNumpy checks float16Bits against numpy's conversion.
 func TestFloat16MatchesNumpy(t *testing.T) {
-	values := []float64{0, -0.0, 1, -2.5, 65504, 65520, 1e6, 6.1e-5, 5.96e-8, 2.98e-8, 1e-9, 0.1, 1.0009765625, 1.00048828125, 1.00146484375, 3.14159, math.Inf(1), math.Inf(-1)}
+	values := []float64{0, math.Copysign(0, -1), 1, -2.5, 65504, 65520, 1e6, 6.1e-5, 5.96e-8, 2.98e-8, 1e-9, 0.1, 1.0009765625, 1.00048828125, 1.00146484375, 3.14159, math.Inf(1), math.Inf(-1)}
 	var args []string
 	for _, v := range values {
 		args = append(args, strconv.FormatFloat(v, 'g', -1, 64))
@@ -38,42 +41,143 @@ for a in sys.argv[1:]: print(int(np.array([float(a)], dtype=np.float16).view(np.
 	}
 }
 
-func TestEncodeFill(t *testing.T) {
-	dt := func(s string) DType {
-		d, err := ParseDType(json.RawMessage(strconv.Quote(s)))
+// fillCases are .zarray fill values in every encoding some writer has
+// used, dtype by dtype. What each must decode to is what zarr-python reads
+// (testdata/gen_fills.py), computed at test time.
+var fillCases = [][2]string{
+	{"<U4", `0`}, {"<U4", `1.5`}, {"<U4", `true`}, {"<U4", `false`}, {"<U4", `"ab"`},
+	{"<U4", `"abcdef"`}, {"<U4", `12345`}, {"<U4", `1e20`}, {"<U4", `-0.0`},
+	{"<U8", `1e-05`}, {"<U8", `123456789012345678`}, {"<U8", `1E2`}, {"<U8", `-0`},
+	{">U2", `"h\u00e9"`}, {"<U2", `"\ud83d\ude00"`},
+	{"|S4", `0`}, {"|S4", `"YWJj"`}, {"|S4", `"hello"`}, {"|S4", `"YW=Jj"`}, {"|S4", `1.5`},
+	{"|S4", `true`}, {"|S4", `"a b"`}, {"|S4", `"YQ=="`}, {"|S4", `"YQ"`}, {"|S4", `-0.0`},
+	{"|S3", `1e-05`}, {"|S4", `""`}, {"|S4", `"\u00e9"`}, {"|S4", `"YWJjZA=="`},
+	{"|S4", `"YWJjZGVm"`}, {"|S1", `"x"`}, {"|S2", `"YQ=?"`},
+	{"|V4", `"YWJj"`}, {"|V4", `0`}, {"|V4", `"hello"`}, {"|V2", `"YWJj"`},
+	{"|V4", `"YWJjZGVm"`}, {"|V4", `"YQ"`},
+	{"<f4", `"NaN"`}, {"<f4", `"Infinity"`}, {">f8", `"-Infinity"`}, {"<f8", `"1.5"`},
+	{"<f8", `true`}, {"<f8", `"nan"`}, {"<f8", `"inf"`}, {"<f8", `"abc"`}, {"<f8", `1e400`},
+	{"<f2", `70000`}, {"<f8", `-0.0`}, {"<f8", `" 1.5 "`}, {"<f8", `"+inf"`}, {"<f8", `"INF"`},
+	{"<f8", `"-nan"`}, {"<f8", `"1_0.5"`}, {"<f8", `"infinity"`}, {"<f8", `"1__0"`},
+	{"<f8", `"0x10"`}, {"<f4", `3.4028236e38`}, {">f2", `"NaN"`}, {"<f2", `0.1`},
+	{"<f8", `9007199254740993`}, {"<f8", `{}`},
+	{"<c8", `[1.5, "NaN"]`}, {"<c16", `["Infinity", -2]`}, {"<c16", `0`}, {"<c16", `1`},
+	{"<c16", `[1,2,3]`}, {"<c8", `[true, "1.5"]`}, {"<c8", `["Infinity", 1]`},
+	{">c16", `[1, "Infinity"]`}, {"<c16", `[1, -0.0]`}, {"<c16", `[1]`},
+	{"|b1", `true`}, {"|b1", `false`}, {"|b1", `0`}, {"|b1", `2`}, {"|b1", `"true"`},
+	{"|b1", `""`}, {"|b1", `0.5`}, {"|b1", `"false"`}, {"|b1", `"0"`}, {"|b1", `-0.0`},
+	{"<i4", `1.5`}, {"<i4", `"5"`}, {"<i4", `true`}, {"|i1", `300`}, {"|u1", `-1`},
+	{"<i8", `9223372036854775807`}, {"<u8", `18446744073709551615`}, {"<i4", `"abc"`},
+	{"<i2", `-1.9`}, {"<i4", `" 7"`}, {"<i4", `"+7"`}, {"<i4", `"1_0"`}, {"<i4", `"1.5"`},
+	{"<i4", `1e3`}, {"<u4", `4.7`}, {"<i4", `false`}, {"<i4", `""`}, {"<i4", `"NaN"`},
+	{"|u1", `256`}, {">u2", `-70000`}, {"<u8", `-1`}, {"<i8", `18446744073709551615`},
+	{"<i8", `9007199254740993`}, {">i2", `-2`}, {"<i4", `"_1"`}, {"<i4", `"--1"`},
+	{"<M8[ns]", `"NaT"`}, {"<M8[ns]", `5`}, {"<m8[s]", `-3`}, {"<M8[ns]", `1.5`},
+	{"<m8[s]", `"NaT"`}, {">M8[s]", `"nat"`}, {"<M8[D]", `-1`},
+}
+
+func TestEncodeFillMatchesZarr(t *testing.T) {
+	in, err := json.Marshal(fillCases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("/usr/bin/python3", "testdata/gen_fills.py")
+	cmd.Stdin = bytes.NewReader(in)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("gen_fills.py (needs python3-zarr): %v", err)
+	}
+	var want []struct {
+		Hex   *string `json:"hex"`
+		Error string  `json:"error"`
+	}
+	if err := json.Unmarshal(out, &want); err != nil || len(want) != len(fillCases) {
+		t.Fatalf("gen_fills.py gave %d results for %d cases: %v", len(want), len(fillCases), err)
+	}
+	accepted := 0
+	for i, c := range fillCases {
+		d, err := ParseDType(json.RawMessage(strconv.Quote(c[0])))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return d
+		var fill any
+		if err := decodeJSON([]byte(c[1]), &fill); err != nil {
+			t.Fatal(err)
+		}
+		got, err := d.encodeFill(fill, d.Size)
+		if want[i].Hex == nil {
+			if err == nil {
+				t.Errorf("%s fill %s: %x, but zarr-python refuses it (%s)", c[0], c[1], got, want[i].Error)
+			}
+			continue
+		}
+		accepted++
+		if err != nil {
+			t.Errorf("%s fill %s: %v; zarr-python reads %s", c[0], c[1], err, *want[i].Hex)
+			continue
+		}
+		if g := hex.EncodeToString(got); g != *want[i].Hex && !nanEqual(d, got, *want[i].Hex) {
+			t.Errorf("%s fill %s: %s, zarr-python %s", c[0], c[1], g, *want[i].Hex)
+		}
 	}
-	le64 := func(u uint64) []byte { b := make([]byte, 8); binary.LittleEndian.PutUint64(b, u); return b }
+	if accepted < len(fillCases)*3/4 {
+		t.Errorf("zarr-python accepted only %d of %d fills: is the generator broken?", accepted, len(fillCases))
+	}
+}
+
+// nanEqual reports whether got and the hex want are the same floats, or
+// complex numbers, taking every NaN as equal (a JSON "NaN" has no sign or
+// payload).
+func nanEqual(d DType, got []byte, want string) bool {
+	w, err := hex.DecodeString(want)
+	if err != nil || len(w) != len(got) || (d.Kind != 'f' && d.Kind != 'c') {
+		return false
+	}
+	unit := d.Size
+	if d.Kind == 'c' {
+		unit /= 2
+	}
+	isNaN := func(b []byte) bool {
+		switch unit {
+		case 2:
+			h := binary.LittleEndian.Uint16(b)
+			return h&0x7c00 == 0x7c00 && h&0x3ff != 0
+		case 4:
+			return math.IsNaN(float64(math.Float32frombits(binary.LittleEndian.Uint32(b))))
+		}
+		return math.IsNaN(math.Float64frombits(binary.LittleEndian.Uint64(b)))
+	}
+	for o := 0; o < len(w); o += unit {
+		g, x := got[o:o+unit], w[o:o+unit]
+		if !bytes.Equal(g, x) && !(isNaN(g) && isNaN(x)) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestEncodeFillNCZarr covers what only netcdf-c writes: char arrays of one
+// byte an element, whose fill is a character or its code.
+func TestEncodeFillNCZarr(t *testing.T) {
 	tests := []struct {
 		dtype string
 		fill  any
-		size  int
-		want  []byte
+		want  byte
 	}{
-		{"<i4", nil, 4, []byte{0, 0, 0, 0}},
-		{">i2", json.Number("-2"), 2, []byte{0xfe, 0xff}},
-		{"<u8", json.Number("18446744073709551614"), 8, le64(math.MaxUint64 - 1)},
-		{"<i8", json.Number("9007199254740993"), 8, le64(9007199254740993)},
-		{">f8", "NaN", 8, le64(0x7ff8000000000000)},
-		{"<f4", "NaN", 4, []byte{0, 0, 0xc0, 0x7f}},
-		{"<f2", "NaN", 2, []byte{0, 0x7e}},
-		{"<f8", "-Infinity", 8, le64(math.Float64bits(math.Inf(-1)))},
-		{"|b1", true, 1, []byte{1}},
-		{"|S3", "YWI=", 3, []byte("ab\x00")},
-		{"<U2", "hé", 8, []byte{'h', 0, 0, 0, 0xe9, 0, 0, 0}},
-		{"<U1", "x", 1, []byte{'x'}}, // NCZarr char
-		{"<M8[ns]", "NaT", 8, le64(1 << 63)},
+		{"<U1", "x", 'x'},
+		{">U1", "", 0},
+		{"<U1", json.Number("65"), 'A'},
+		{">S1", "q", 'q'},
 	}
 	for _, tt := range tests {
-		got, err := dt(tt.dtype).encodeFill(tt.fill, tt.size)
-		if err != nil || string(got) != string(tt.want) {
-			t.Errorf("encodeFill(%s, %v) = %x, %v; want %x", tt.dtype, tt.fill, got, err, tt.want)
+		d, err := ParseDType(json.RawMessage(strconv.Quote(tt.dtype)))
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if _, err := dt("<i4").encodeFill("zz", 4); err == nil {
-		t.Error("string fill for int accepted")
+		got, err := d.encodeFill(tt.fill, 1)
+		if err != nil || len(got) != 1 || got[0] != tt.want {
+			t.Errorf("encodeFill(%s, %v) = %q, %v; want %q", tt.dtype, tt.fill, got, err, tt.want)
+		}
 	}
 }

@@ -28,11 +28,13 @@ func TestParseDType(t *testing.T) {
 		{`">S1"`, 'S', 1, true, 0, false},
 		{`"<U3"`, 'U', 12, false, 0, false},
 		{`">U3"`, 'U', 12, true, 4, false},
-		{`"|O"`, 0, 0, false, 0, true},
+		{`"|O"`, 'O', 0, false, 0, false},
+		{`"i4"`, 'i', 4, false, 0, false},
+		{`"|O4"`, 0, 0, false, 0, true},
 		{`"<i3"`, 0, 0, false, 0, true},
 		{`"<f16"`, 0, 0, false, 0, true},
 		{`[["a","<i4"]]`, 0, 0, false, 0, true},
-		{`"i4"`, 0, 0, false, 0, true},
+		{`"!i4"`, 0, 0, false, 0, true},
 	}
 	for _, tt := range tests {
 		d, err := ParseDType(json.RawMessage(tt.in))
