@@ -454,7 +454,7 @@ func pyFloatRepr(f float64) string {
 // end on a whole quantum and for non-ASCII input.
 func pyBase64(s string) ([]byte, bool) {
 	var out []byte
-	var acc uint32 // the previous character's value
+	var acc uint32     // the previous character's value
 	quad, pads := 0, 0 // characters into the current quantum, padding seen
 	for i := 0; i < len(s); i++ {
 		c := s[i]
