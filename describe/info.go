@@ -1,0 +1,202 @@
+package describe
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/nczarrfs/nczarrfs/nczarr"
+	"github.com/nczarrfs/nczarrfs/nczarr/codec"
+)
+
+// ArrayInfo is the content of an array's info.json.
+type ArrayInfo struct {
+	Name        string      `json:"name"`
+	Path        string      `json:"path"` // "/" + key prefix
+	Dimensions  []Dimension `json:"dimensions"`
+	Shape       []int64     `json:"shape"`
+	Chunks      []int64     `json:"chunks"`
+	DType       string      `json:"dtype"`        // of `data`: little-endian
+	StoredDType string      `json:"stored_dtype"` // as in .zarray
+	NCType      string      `json:"nctype,omitempty"`
+	ItemSize    int         `json:"itemsize"`  // bytes per element of `data`
+	DataSize    int64       `json:"data_size"` // bytes of `data`
+	Order       string      `json:"order,omitempty"`
+	Separator   string      `json:"dimension_separator,omitempty"`
+	Scalar      bool        `json:"scalar"`
+	FillValue   any         `json:"fill_value"`
+	Attributes  Attributes  `json:"attributes"`
+	Codecs      []Codec     `json:"codecs"`
+	Metadata    string      `json:"metadata"` // the metadata representation
+	Error       string      `json:"error,omitempty"`
+}
+
+// Dimension is a named dimension of an array.
+type Dimension struct {
+	Name string `json:"name"`
+	Size int64  `json:"size"`
+}
+
+// Codec is one step of an array's codec chain, in encoding order.
+type Codec struct {
+	ID            string          `json:"id"`                // numcodecs id
+	HDF5ID        int             `json:"hdf5_id,omitempty"` // HDF5 filter id
+	Configuration json.RawMessage `json:"configuration"`
+}
+
+// Attributes are typed attributes in stored order; they marshal as one
+// JSON object {"name": {"type": "short", "value": ...}, ...}.
+type Attributes []nczarr.Attr
+
+// MarshalJSON writes the attributes in order.
+func (as Attributes) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, a := range as {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		name, _ := json.Marshal(a.Name)
+		typ, _ := json.Marshal(a.Type)
+		b.Write(name)
+		b.WriteString(`:{"type":`)
+		b.Write(typ)
+		if a.DType != "" {
+			dt, _ := json.Marshal(a.DType)
+			b.WriteString(`,"dtype":`)
+			b.Write(dt)
+		}
+		b.WriteString(`,"value":`)
+		b.Write(a.Value)
+		b.WriteByte('}')
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// ReadArrayInfo gathers what info.json says about the array at path.
+// Problems with the array itself go into Error; only a failure to read
+// its attributes is returned as an error.
+func ReadArrayInfo(ctx context.Context, ds *nczarr.Dataset, path string) (*ArrayInfo, error) {
+	a := ds.Array(path)
+	if a == nil {
+		return nil, fmt.Errorf("%q: no such array", path)
+	}
+	m := a.Meta
+	info := &ArrayInfo{
+		Name:        baseName(path),
+		Path:        "/" + path,
+		Shape:       m.Shape,
+		Chunks:      m.Chunks,
+		DType:       DataDType(a),
+		StoredDType: m.DType.Str,
+		NCType:      NCType(a),
+		ItemSize:    a.ItemSize,
+		DataSize:    a.Size(),
+		Separator:   m.Separator,
+		Scalar:      a.Scalar,
+		FillValue:   m.Fill,
+		Metadata:    string(ds.Generation),
+		Codecs:      []Codec{},
+		Dimensions:  []Dimension{},
+	}
+	if m.Order != 0 {
+		info.Order = string(m.Order)
+	}
+	if info.Shape == nil {
+		info.Shape = []int64{}
+	}
+	if info.Chunks == nil {
+		info.Chunks = []int64{}
+	}
+	if !a.Scalar {
+		for i, n := range a.DimNames {
+			if i < len(m.Shape) {
+				info.Dimensions = append(info.Dimensions, Dimension{Name: n, Size: m.Shape[i]})
+			}
+		}
+	}
+	for _, cfg := range append(append([]json.RawMessage(nil), m.Filters...), m.Compressor) {
+		if len(cfg) == 0 || string(cfg) == "null" {
+			continue
+		}
+		c := Codec{Configuration: cfg}
+		if id, err := codec.ID(cfg); err == nil {
+			c.ID, c.HDF5ID = codec.Describe(id)
+		}
+		info.Codecs = append(info.Codecs, c)
+	}
+	if a.Err != nil {
+		info.Error = a.Err.Error()
+	}
+	attrs, err := ds.Attrs(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	info.Attributes = attrs
+	return info, nil
+}
+
+// Info returns an array's info.json: ArrayInfo, indented, ending in a
+// newline.
+func Info(ctx context.Context, ds *nczarr.Dataset, path string) ([]byte, error) {
+	info, err := ReadArrayInfo(ctx, ds, path)
+	if err != nil {
+		return nil, err
+	}
+	return marshal(info)
+}
+
+// DatasetInfo is what `nczarrfs info SOURCE` prints for a whole dataset.
+type DatasetInfo struct {
+	Metadata     string       `json:"metadata"`
+	Consolidated bool         `json:"consolidated"`
+	Groups       []GroupInfo  `json:"groups"`
+	Arrays       []*ArrayInfo `json:"arrays"`
+}
+
+// GroupInfo describes one group: its path, shared dimensions and
+// attributes.
+type GroupInfo struct {
+	Path       string      `json:"path"`
+	Dimensions []Dimension `json:"dimensions"`
+	Attributes Attributes  `json:"attributes"`
+}
+
+// Dataset returns the info of every group and array of the dataset as
+// JSON, in the order of ds.Groups and ds.Arrays.
+func Dataset(ctx context.Context, ds *nczarr.Dataset) ([]byte, error) {
+	out := DatasetInfo{Metadata: string(ds.Generation), Consolidated: ds.Consolidated,
+		Groups: []GroupInfo{}, Arrays: []*ArrayInfo{}}
+	for _, p := range ds.Groups() {
+		g := GroupInfo{Path: "/" + p, Dimensions: []Dimension{}}
+		l, err := ds.Layout(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range l.Dims {
+			g.Dimensions = append(g.Dimensions, Dimension{Name: d.Name, Size: d.Size})
+		}
+		if g.Attributes, err = ds.Attrs(ctx, p); err != nil {
+			return nil, err
+		}
+		out.Groups = append(out.Groups, g)
+	}
+	for _, p := range ds.Arrays() {
+		info, err := ReadArrayInfo(ctx, ds, p)
+		if err != nil {
+			return nil, err
+		}
+		out.Arrays = append(out.Arrays, info)
+	}
+	return marshal(out)
+}
+
+func marshal(v any) ([]byte, error) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}

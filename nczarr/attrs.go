@@ -1,0 +1,420 @@
+package nczarr
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"sort"
+	"strings"
+
+	"github.com/nczarrfs/nczarrfs/zmap"
+)
+
+// Attr is one attribute of a group or array, typed the way netcdf-c types
+// it: from NCZarr's _nczarr_attr annotation when the dataset has one,
+// else inferred from the JSON value (NCZarr spec, appendix C).
+type Attr struct {
+	Name string
+	// Type is the netCDF type: byte, ubyte, short, ushort, int, uint,
+	// int64, uint64, float, double, char or string, or "json" for a value
+	// that is no atomic value or list of them (netCDF shows it as char).
+	Type string
+	// DType is the type as annotated (a numpy dtype such as "<i2" or
+	// "|J0", or a netCDF type number in 4.8.0 metadata); "" when the
+	// type was inferred.
+	DType string
+	// Value is the JSON value as stored, with bare NaN and Infinity
+	// quoted, so it is valid JSON.
+	Value json.RawMessage
+}
+
+// member is one name/value pair of a JSON object, in stored order.
+type member struct {
+	Name  string
+	Value json.RawMessage
+}
+
+// members parses a JSON object keeping its members' order, which a Go map
+// loses and which netcdf-c keeps (attributes, dimensions).
+func members(data []byte) ([]member, error) {
+	dec := json.NewDecoder(bytes.NewReader(quoteNonFinite(data)))
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, errors.New("not a JSON object")
+	}
+	var out []member
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		name, _ := tok.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, err
+		}
+		out = append(out, member{name, raw})
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// lookup returns the value of the member named name, any case.
+func lookup(ms []member, name string) (json.RawMessage, bool) {
+	for _, m := range ms {
+		if strings.EqualFold(m.Name, name) {
+			return m.Value, true
+		}
+	}
+	return nil, false
+}
+
+// internalAttr reports the attributes that carry NCZarr's or xarray's
+// metadata rather than the user's.
+func internalAttr(name string) bool {
+	l := strings.ToLower(name)
+	return strings.HasPrefix(l, "_nczarr_") || name == "_ARRAY_DIMENSIONS"
+}
+
+// Attrs reads the attributes of the group or array at path, in stored
+// order. NCZarr's own (_nczarr_*) and xarray's _ARRAY_DIMENSIONS are left
+// out; _NCProperties and _FillValue, which netCDF shows, are kept. A
+// group or array without attributes has none (nil, nil).
+func (d *Dataset) Attrs(ctx context.Context, path string) ([]Attr, error) {
+	key := zmap.Join(path, ".zattrs")
+	data, err := d.store.Get(ctx, key)
+	if errors.Is(err, zmap.ErrNotFound) && d.Consolidated {
+		data, err = d.consolidatedObject(ctx, key)
+	}
+	if errors.Is(err, zmap.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	ms, err := members(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", key, err)
+	}
+	types, err := d.attrTypes(ctx, path, ms)
+	if err != nil {
+		return nil, err
+	}
+	var out []Attr
+	for _, m := range ms {
+		if internalAttr(m.Name) {
+			continue
+		}
+		a := Attr{Name: m.Name, Value: m.Value}
+		if dt, ok := types[m.Name]; ok {
+			a.DType = dt
+			a.Type = typeOfDType(dt)
+		}
+		if a.Type == "" {
+			a.Type = inferAttrType(m.Value)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// consolidatedObject returns one object of the root .zmetadata.
+func (d *Dataset) consolidatedObject(ctx context.Context, key string) ([]byte, error) {
+	data, err := d.store.Get(ctx, ".zmetadata")
+	if err != nil {
+		return nil, err
+	}
+	ms, err := members(data)
+	if err != nil {
+		return nil, fmt.Errorf(".zmetadata: %w", err)
+	}
+	meta, _ := lookup(ms, "metadata")
+	inner, err := members(meta)
+	if err != nil {
+		return nil, fmt.Errorf(".zmetadata: %w", err)
+	}
+	for _, m := range inner {
+		if m.Name == key {
+			return m.Value, nil
+		}
+	}
+	return nil, fmt.Errorf("%s: %w", key, zmap.ErrNotFound)
+}
+
+// attrTypes returns NCZarr's attribute types for the object at path: the
+// _nczarr_attr member of its .zattrs, or 4.8.0's .nczattr/.nczattrs.
+func (d *Dataset) attrTypes(ctx context.Context, path string, zattrs []member) (map[string]string, error) {
+	raw, ok := lookup(zattrs, "_nczarr_attr")
+	if !ok && d.Generation == NCZarrV1 {
+		for _, name := range []string{".nczattr", ".nczattrs"} {
+			data, err := d.store.Get(ctx, zmap.Join(path, name))
+			if errors.Is(err, zmap.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			raw, ok = data, true
+			break
+		}
+	}
+	if !ok {
+		return nil, nil
+	}
+	ms, err := members(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s attribute types: %w", zmap.Join(path, ".zattrs"), err)
+	}
+	typesRaw, _ := lookup(ms, "types")
+	var types map[string]string
+	if len(typesRaw) > 0 {
+		if err := json.Unmarshal(typesRaw, &types); err != nil {
+			return nil, fmt.Errorf("%s attribute types: %w", zmap.Join(path, ".zattrs"), err)
+		}
+	}
+	return types, nil
+}
+
+// netCDF type names by netCDF type number (netcdf.h), as 4.8.0 metadata
+// annotates attributes.
+var ncTypeNumbers = map[string]string{
+	"1": "byte", "2": "char", "3": "short", "4": "int", "5": "float",
+	"6": "double", "7": "ubyte", "8": "ushort", "9": "uint", "10": "int64",
+	"11": "uint64", "12": "string",
+}
+
+// typeOfDType is the netCDF type of an NCZarr attribute dtype, "" when it
+// names none.
+func typeOfDType(dt string) string {
+	if t, ok := ncTypeNumbers[dt]; ok {
+		return t
+	}
+	if len(dt) < 3 {
+		return ""
+	}
+	switch dt[1:] {
+	case "i1":
+		return "byte"
+	case "u1", "b1":
+		return "ubyte"
+	case "i2":
+		return "short"
+	case "u2":
+		return "ushort"
+	case "i4":
+		return "int"
+	case "u4":
+		return "uint"
+	case "i8":
+		return "int64"
+	case "u8":
+		return "uint64"
+	case "f4":
+		return "float"
+	case "f8":
+		return "double"
+	case "S1", "U1":
+		return "char"
+	case "J0":
+		return "json"
+	}
+	if dt[1] == 'S' || dt[1] == 'U' {
+		return "string"
+	}
+	return ""
+}
+
+// inferAttrType types an unannotated attribute as netcdf-c does: a string
+// is char, a boolean ubyte, a float double, an integer the smallest of
+// byte, ubyte, short, ushort, int, uint, int64, uint64 that holds it; a
+// list takes the type of its first element. A list of strings is string.
+// Anything else (objects, nested or empty lists, null) is json.
+func inferAttrType(raw json.RawMessage) string {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return "json"
+	}
+	if list, ok := v.([]any); ok {
+		if len(list) == 0 {
+			return "json"
+		}
+		first := atomicType(list[0])
+		for _, e := range list[1:] {
+			if atomicType(e) == "json" || (first == "char") != (atomicType(e) == "char") {
+				return "json"
+			}
+		}
+		if first == "char" {
+			return "string"
+		}
+		return first
+	}
+	return atomicType(v)
+}
+
+func atomicType(v any) string {
+	switch x := v.(type) {
+	case string:
+		return "char"
+	case bool:
+		return "ubyte"
+	case json.Number:
+		i, ok := new(big.Int).SetString(x.String(), 10)
+		if !ok {
+			return "double"
+		}
+		for _, r := range intRanges {
+			if i.Cmp(r.min) >= 0 && i.Cmp(r.max) <= 0 {
+				return r.name
+			}
+		}
+		return "double"
+	}
+	return "json"
+}
+
+// intRange is the range of a netCDF integer type.
+type intRange struct {
+	name     string
+	min, max *big.Int
+}
+
+func newRange(name string, min int64, max uint64) intRange {
+	return intRange{name, big.NewInt(min), new(big.Int).SetUint64(max)}
+}
+
+// intRanges are netcdf-c's candidate types for an integer, in the order
+// it tries them.
+var intRanges = []intRange{
+	newRange("byte", math.MinInt8, math.MaxInt8),
+	newRange("ubyte", 0, math.MaxUint8),
+	newRange("short", math.MinInt16, math.MaxInt16),
+	newRange("ushort", 0, math.MaxUint16),
+	newRange("int", math.MinInt32, math.MaxInt32),
+	newRange("uint", 0, math.MaxUint32),
+	newRange("int64", math.MinInt64, math.MaxInt64),
+	newRange("uint64", 0, math.MaxUint64),
+}
+
+// NamedDim is a shared dimension with its name.
+type NamedDim struct {
+	Name string
+	Dim
+}
+
+// Layout is a group's dimensions and children in the order its NCZarr
+// metadata lists them, which is the order netCDF defined them in (Group's
+// lists are sorted). For pure Zarr, which records no order, the order is
+// Group's: arrays and groups sorted, no dimensions.
+type Layout struct {
+	Dims   []NamedDim
+	Arrays []string // full paths
+	Groups []string // full paths
+}
+
+// Layout reads the order of the group at path's children.
+func (d *Dataset) Layout(ctx context.Context, path string) (Layout, error) {
+	g := d.groups[path]
+	if g == nil {
+		return Layout{}, fmt.Errorf("%q: no such group", path)
+	}
+	def := Layout{Arrays: g.Arrays, Groups: g.Groups}
+	if d.Generation == PureZarr {
+		return def, nil
+	}
+	var info json.RawMessage
+	for _, src := range []struct{ key, member string }{
+		{".zattrs", "_nczarr_group"}, {".zgroup", "_nczarr_group"}, {".nczgroup", ""},
+	} {
+		data, err := d.store.Get(ctx, zmap.Join(path, src.key))
+		if errors.Is(err, zmap.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return Layout{}, err
+		}
+		if src.member == "" {
+			info = data
+			break
+		}
+		ms, err := members(data)
+		if err != nil {
+			return Layout{}, fmt.Errorf("%s: %w", zmap.Join(path, src.key), err)
+		}
+		if raw, ok := lookup(ms, src.member); ok {
+			info = raw
+			break
+		}
+	}
+	if info == nil {
+		return def, nil
+	}
+	ms, err := members(info)
+	if err != nil {
+		return Layout{}, fmt.Errorf("group %q metadata: %w", path, err)
+	}
+	var l Layout
+	for _, name := range []string{"dimensions", "dims"} {
+		raw, ok := lookup(ms, name)
+		if !ok {
+			continue
+		}
+		dims, err := members(raw)
+		if err != nil {
+			break
+		}
+		for _, m := range dims {
+			l.Dims = append(l.Dims, NamedDim{Name: m.Name, Dim: g.Dims[m.Name]})
+		}
+		break
+	}
+	// The children keep the listed order, limited to those Open found.
+	l.Arrays = ordered(ms, []string{"arrays", "vars"}, path, g.Arrays)
+	l.Groups = ordered(ms, []string{"groups", "subgroups"}, path, g.Groups)
+	return l, nil
+}
+
+// ordered returns found in the order of the name list stored under the
+// first of keys, then any of found that the list does not name.
+func ordered(ms []member, keys []string, prefix string, found []string) []string {
+	var names []string
+	for _, k := range keys {
+		if raw, ok := lookup(ms, k); ok {
+			_ = json.Unmarshal(raw, &names)
+			break
+		}
+	}
+	seen := map[string]bool{}
+	var out []string
+	in := map[string]bool{}
+	for _, p := range found {
+		in[p] = true
+	}
+	for _, n := range names {
+		p := zmap.Join(prefix, n)
+		if in[p] && !seen[p] {
+			out = append(out, p)
+			seen[p] = true
+		}
+	}
+	var rest []string
+	for _, p := range found {
+		if !seen[p] {
+			rest = append(rest, p)
+		}
+	}
+	sort.Strings(rest)
+	return append(out, rest...)
+}
