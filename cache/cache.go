@@ -49,7 +49,8 @@ type Cache struct {
 	loads   map[string]*load         // GUARDED_BY(mu): loads in flight
 	free    [][]byte                 // GUARDED_BY(mu): unreferenced buffers to recycle
 
-	hits, misses, recycled int64 // GUARDED_BY(mu)
+	hits, misses, recycled, evictions, prefetched int64 // GUARDED_BY(mu)
+	prefetchHits, loadedBytes                     int64 // GUARDED_BY(mu)
 }
 
 // entry is one loaded value. Every field is GUARDED_BY(Cache.mu).
@@ -62,6 +63,8 @@ type entry struct {
 	// shared is set once value escaped without a reference (through Get):
 	// it can then never be recycled.
 	shared bool
+	// prefetched is set for an entry Prefetch loaded until its first hit.
+	prefetched bool
 }
 
 // load is one load in flight; done is closed when its entry's value and
@@ -108,9 +111,14 @@ type Alloc func(n int) []byte
 // A Ref is a counted reference to a value obtained with Acquire. The value
 // stays valid, and is not recycled, until Release.
 type Ref struct {
-	c *Cache
-	e *entry
+	c   *Cache
+	e   *entry
+	hit bool
 }
+
+// Hit reports whether the value was cached when Acquire was called, so
+// that the caller did not wait for a load.
+func (r *Ref) Hit() bool { return r.hit }
 
 // Value returns the referenced value; callers must not modify it.
 func (r *Ref) Value() []byte { return r.e.value }
@@ -149,8 +157,12 @@ func (c *Cache) acquire(ctx context.Context, key string, fn func(context.Context
 		e := el.Value.(*entry)
 		e.refs++
 		e.cold = false
+		if e.prefetched {
+			e.prefetched = false
+			c.prefetchHits++
+		}
 		c.mu.Unlock()
-		return &Ref{c: c, e: e}, nil
+		return &Ref{c: c, e: e, hit: true}, nil
 	}
 	c.misses++
 	l, inFlight := c.loads[key]
@@ -183,6 +195,7 @@ func (c *Cache) run(ctx context.Context, l *load, fn func(context.Context, Alloc
 	c.used -= l.reserved
 	l.e.value, l.err = value, err
 	if err == nil {
+		c.loadedBytes += int64(len(value))
 		c.add(l.e)
 	} else {
 		l.e.value = nil
@@ -298,6 +311,7 @@ func (c *Cache) unlink(el *list.Element) {
 	delete(c.entries, e.key)
 	e.inLRU = false
 	c.used -= int64(len(e.value)) + entryOverhead
+	c.evictions++
 }
 
 // recycle keeps the buffer of an entry that is neither cached nor
@@ -325,23 +339,25 @@ func (c *Cache) Demote(key string) {
 	}
 }
 
-// Prefetch starts loading key in the background, as Acquire would, unless
-// it is cached or already loading, and returns at once. It reports whether
-// it started a load. Its result is cached for later callers; a failed load
-// is forgotten.
-func (c *Cache) Prefetch(ctx context.Context, key string, fn func(ctx context.Context, alloc Alloc) ([]byte, error)) bool {
+// Prefetch registers a load of key, as Acquire would, unless key is cached
+// or loading already, and returns the function that runs it; ok is false
+// when there is nothing to load. The caller runs run exactly once, in any
+// goroutine and at any time: until then, Acquire callers of key wait for it.
+// This lets read-ahead queue its loads in the order a reader will need them.
+// The result is cached for later callers; a failed load is forgotten.
+func (c *Cache) Prefetch(ctx context.Context, key string, fn func(ctx context.Context, alloc Alloc) ([]byte, error)) (run func(), ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.entries[key]; ok {
-		return false
+		return nil, false
 	}
 	if _, ok := c.loads[key]; ok {
-		return false
+		return nil, false
 	}
-	l := &load{done: make(chan struct{}), e: &entry{key: key}}
+	l := &load{done: make(chan struct{}), e: &entry{key: key, prefetched: true}}
 	c.loads[key] = l
-	go c.run(context.WithoutCancel(ctx), l, fn)
-	return true
+	c.prefetched++
+	return func() { c.run(context.WithoutCancel(ctx), l, fn) }, true
 }
 
 // Budget returns the byte budget the cache was made with.
@@ -357,6 +373,13 @@ type Stats struct {
 	Recycled int64
 	// Free is the number of buffers kept for recycling.
 	Free int
+	// Evictions counts entries dropped from the LRU (to make room, or
+	// reused after a Demote); Prefetched counts loads Prefetch registered,
+	// PrefetchHits the prefetched entries that a later Acquire found.
+	Evictions, Prefetched, PrefetchHits int64
+	// LoadedBytes is the size of every value loaded, decoded chunks for
+	// nczarr.
+	LoadedBytes int64
 }
 
 // Stats returns a snapshot of the cache's counters.
@@ -368,5 +391,6 @@ func (c *Cache) Stats() Stats {
 		bytes += int64(len(el.Value.(*entry).value)) + entryOverhead
 	}
 	return Stats{Entries: c.lru.Len(), Bytes: bytes, Budget: c.budget, Hits: c.hits, Misses: c.misses,
-		Recycled: c.recycled, Free: len(c.free)}
+		Recycled: c.recycled, Free: len(c.free), Evictions: c.evictions, Prefetched: c.prefetched,
+		PrefetchHits: c.prefetchHits, LoadedBytes: c.loadedBytes}
 }

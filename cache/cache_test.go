@@ -328,18 +328,49 @@ func TestPrefetchLoadsOnce(t *testing.T) {
 		return fill(10, 'p')(ctx, alloc)
 	}
 	ctx := context.Background()
-	c.Prefetch(ctx, "k", fn)
-	c.Prefetch(ctx, "k", fn)
-	r, err := c.Acquire(ctx, "k", fn) // joins the prefetch or hits its result
-	if err != nil || !bytes.Equal(r.Value(), value(10, 'p')) {
+	run, ok := c.Prefetch(ctx, "k", fn)
+	if !ok {
+		t.Fatal("first Prefetch registered no load")
+	}
+	if _, again := c.Prefetch(ctx, "k", fn); again {
+		t.Error("second Prefetch of a loading key registered another load")
+	}
+	got := make(chan error, 1)
+	go func() {
+		// Waits for the registered load, which has not run yet.
+		r, err := c.Acquire(ctx, "k", fn)
+		if err == nil {
+			if !bytes.Equal(r.Value(), value(10, 'p')) {
+				err = errors.New("wrong value")
+			}
+			r.Release()
+		}
+		got <- err
+	}()
+	run()
+	if err := <-got; err != nil {
 		t.Fatalf("Acquire after Prefetch: %v", err)
 	}
-	r.Release()
-	if c.Prefetch(ctx, "k", fn) {
-		t.Error("Prefetch of a cached key started a load")
+	if _, ok := c.Prefetch(ctx, "k", fn); ok {
+		t.Error("Prefetch of a cached key registered a load")
+	}
+	r, err := c.Acquire(ctx, "k", fn)
+	if err != nil || !r.Hit() {
+		t.Errorf("Acquire of a cached key: hit %v, %v", err == nil && r.Hit(), err)
+	}
+	if err == nil {
+		r.Release()
 	}
 	if n := calls.Load(); n != 1 {
 		t.Errorf("loaded %d times, want 1", n)
+	}
+	if r, err := c.Acquire(ctx, "m", fn); err != nil || r.Hit() {
+		t.Errorf("Acquire of a key not cached: hit %v, %v", err == nil && r.Hit(), err)
+	} else {
+		r.Release()
+	}
+	if s := c.Stats(); s.Prefetched != 1 {
+		t.Errorf("Stats.Prefetched = %d, want 1", s.Prefetched)
 	}
 }
 

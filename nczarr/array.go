@@ -42,7 +42,6 @@ type Array struct {
 	fill       []byte
 	fillOnce   sync.Once
 	fillChunk  []byte
-	ra         readAhead
 }
 
 func newArray(d *Dataset, path string, zarray []byte, zattrs, v1 object) *Array {
@@ -180,20 +179,31 @@ type copyOp struct {
 }
 
 // ReadAt reads decoded bytes at offset off, with io.ReaderAt semantics.
-// It fetches and decodes the chunks the range touches concurrently.
+// It fetches and decodes the chunks the range touches concurrently, and
+// reads nothing ahead: a sequential reader uses a Reader.
 func (a *Array) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	n, _, err := a.read(ctx, p, off, nil)
+	return n, err
+}
+
+// read is ReadAt; it also reports whether every chunk was cached already,
+// and calls before, when not nil, with the range it is about to read.
+func (a *Array) read(ctx context.Context, p []byte, off int64, before func(off, end int64)) (n int, hit bool, err error) {
 	if a.Err != nil {
-		return 0, a.Err
+		return 0, false, a.Err
 	}
 	if off < 0 {
-		return 0, fmt.Errorf("negative offset %d", off)
+		return 0, false, fmt.Errorf("negative offset %d", off)
 	}
 	if off >= a.size {
-		return 0, io.EOF
+		return 0, false, io.EOF
 	}
 	want := len(p)
 	if rest := a.size - off; int64(want) > rest {
 		p = p[:rest]
+	}
+	if before != nil {
+		before(off, off+int64(len(p)))
 	}
 	keys, ops := a.plan(off, len(p))
 	chunks := make([]chunkRef, len(keys))
@@ -203,16 +213,19 @@ func (a *Array) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 		}
 	}()
 	if err := a.fetch(ctx, keys, chunks); err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	a.afterRead(off, len(p))
+	hit = true
+	for _, c := range chunks {
+		hit = hit && c.hit()
+	}
 	for _, op := range ops {
 		copy(p[op.dst:op.dst+op.n], chunks[op.chunk].data[op.src:op.src+op.n])
 	}
 	if len(p) < want {
-		return len(p), io.EOF
+		return len(p), hit, io.EOF
 	}
-	return len(p), nil
+	return len(p), hit, nil
 }
 
 // plan lists the chunks that bytes [off, off+n) touch and the copies that
@@ -303,24 +316,13 @@ func (a *Array) fetch(ctx context.Context, keys []string, chunks []chunkRef) err
 // ItemSize bytes an element. A chunk that is not stored is the fill value.
 // The caller must release the result once it no longer reads it.
 func (a *Array) chunk(ctx context.Context, key string) (chunkRef, error) {
-	var c chunkRef
-	var err error
-	switch cc := a.d.cache.(type) {
-	case refCache:
-		c.ref, err = cc.Acquire(ctx, key, func(ctx context.Context, alloc cache.Alloc) ([]byte, error) {
-			return a.load(ctx, key, alloc)
-		})
-		if err == nil {
-			c.data = c.ref.Value()
-		}
-	case nil:
-		c.data, err = a.load(ctx, key, nil)
-	default:
-		c.data, err = cc.Get(ctx, key, func(ctx context.Context) ([]byte, error) { return a.load(ctx, key, nil) })
-	}
+	ref, err := a.d.cache.Acquire(ctx, key, func(ctx context.Context, alloc cache.Alloc) ([]byte, error) {
+		return a.load(ctx, key, alloc, nil)
+	})
 	if err != nil {
 		return chunkRef{}, err
 	}
+	c := chunkRef{data: ref.Value(), ref: ref}
 	if c.data == nil {
 		c.data = a.filled()
 	}
@@ -329,7 +331,9 @@ func (a *Array) chunk(ctx context.Context, key string) (chunkRef, error) {
 
 // load reads and decodes one chunk; (nil, nil) when it is not stored.
 // The decoded bytes go into a buffer from alloc when alloc is not nil.
-func (a *Array) load(ctx context.Context, key string, alloc cache.Alloc) ([]byte, error) {
+// When cpu is not nil, the decoding waits for a slot in it (the reading
+// does not: on S3 it is mostly waiting).
+func (a *Array) load(ctx context.Context, key string, alloc cache.Alloc, cpu chan struct{}) ([]byte, error) {
 	size := int(a.chunkElems) * a.ItemSize
 	if alloc == nil {
 		alloc = func(n int) []byte { return make([]byte, n) }
@@ -362,6 +366,10 @@ func (a *Array) load(ctx context.Context, key string, alloc cache.Alloc) ([]byte
 		}
 		if err != nil {
 			return nil, fmt.Errorf("chunk %s: %w", key, err)
+		}
+		if cpu != nil {
+			cpu <- struct{}{}
+			defer func() { <-cpu }()
 		}
 		data, err = a.Chain.DecodeInto(alloc(size), raw, size)
 		put()

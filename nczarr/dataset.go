@@ -17,23 +17,19 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/nczarrfs/nczarrfs/cache"
 	"github.com/nczarrfs/nczarrfs/zmap"
 )
 
 // ErrNoDataset is wrapped by Open when the store holds no Zarr dataset.
 var ErrNoDataset = errors.New("no Zarr or NCZarr dataset found")
 
-// ChunkCache holds decoded chunks; cache.Cache implements it. Get returns
-// the cached value for key or runs load once for all concurrent callers.
-// A nil value with a nil error is a legal, cacheable result.
-type ChunkCache interface {
-	Get(ctx context.Context, key string, load func(context.Context) ([]byte, error)) ([]byte, error)
-}
-
 // Options configure Open.
 type Options struct {
-	// Cache holds decoded chunks. Nil means no caching.
-	Cache ChunkCache
+	// Cache holds decoded chunks, and read-ahead loads into it. Nil means
+	// a cache of budget 0: concurrent loads of a chunk are shared, nothing
+	// is kept and readers do no read-ahead.
+	Cache *cache.Cache
 	// Logger receives warnings about metadata that could not be read.
 	// Nil means slog.Default().
 	Logger *slog.Logger
@@ -49,7 +45,8 @@ type Dataset struct {
 	Consolidated bool
 
 	store  zmap.Store
-	cache  ChunkCache
+	cache  *cache.Cache
+	ahead  *queue // read-ahead loads, in the order readers need them
 	log    *slog.Logger
 	par    int
 	groups map[string]*Group
@@ -101,6 +98,10 @@ func Open(ctx context.Context, store zmap.Store, opts Options) (*Dataset, error)
 	if d.par <= 0 {
 		d.par = 8
 	}
+	if d.cache == nil {
+		d.cache = cache.New(0)
+	}
+	d.ahead = newQueue(d.par)
 	w := &walker{d: d, sem: make(chan struct{}, d.par)}
 
 	zgroup, err := w.getObject(ctx, ".zgroup")

@@ -192,8 +192,9 @@ func TestDecodeIntoReusesDst(t *testing.T) {
 }
 
 // TestSequentialReadLoadsAhead reads the first chunk row of an array in
-// order and waits for the cache to receive the next row, which no read
-// asked for.
+// order through a Reader and waits for the cache to receive the next row,
+// which no read asked for (read-ahead holds at most a quarter of the
+// cache: 6 chunks).
 func TestSequentialReadLoadsAhead(t *testing.T) {
 	dir := readArrays(t)
 	store, err := file.Open(filepath.Join(dir, "zstd"))
@@ -205,11 +206,11 @@ func TestSequentialReadLoadsAhead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := ds.Array("")
+	r := ds.Array("").NewReader()
 	rowBytes := int64(64 * 260 * 8)
 	buf := make([]byte, 4096)
 	for off := int64(0); off < rowBytes; off += int64(len(buf)) {
-		if _, err := a.ReadAt(context.Background(), buf[:min(int64(len(buf)), rowBytes-off)], off); err != nil {
+		if _, err := r.ReadAt(context.Background(), buf[:min(int64(len(buf)), rowBytes-off)], off); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -218,7 +219,60 @@ func TestSequentialReadLoadsAhead(t *testing.T) {
 	for c.Stats().Entries < 12 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if s := c.Stats(); s.Entries != 12 || s.Misses != 6 {
-		t.Errorf("stats %+v, want 12 chunks cached after 6 misses", s)
+	if s := c.Stats(); s.Entries != 12 || s.Prefetched < 6 {
+		t.Errorf("stats %+v, want 12 chunks cached, row 1's 6 prefetched", s)
+	}
+}
+
+// TestReadersFollowedSeparately reads one array through two Readers in
+// turn, one from the start and one from the middle, each sequentially:
+// each keeps its own read-ahead state, so both are followed and their
+// chunks are loaded ahead, while plain ReadAt calls load nothing ahead.
+func TestReadersFollowedSeparately(t *testing.T) {
+	dir := readArrays(t)
+	store, err := file.Open(filepath.Join(dir, "zstd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(filepath.Join(dir, "zstd.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name      string
+		readers   bool
+		wantAhead bool
+	}{{"two Readers", true, true}, {"ReadAt", false, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := cache.New(1 << 20) // holds the whole array (30 chunks of 25600 bytes)
+			ds, err := nczarr.Open(ctx, store, nczarr.Options{Cache: c})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := ds.Array("")
+			read := []func(context.Context, []byte, int64) (int, error){a.ReadAt, a.ReadAt}
+			if tc.readers {
+				read = []func(context.Context, []byte, int64) (int, error){a.NewReader().ReadAt, a.NewReader().ReadAt}
+			}
+			const step = 4096
+			starts := []int64{0, a.Size() / 2 / step * step}
+			buf := make([]byte, step)
+			for i := int64(0); i < 20; i++ {
+				for r, start := range starts {
+					off := start + i*step
+					n, err := read[r](ctx, buf, off)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !bytes.Equal(buf[:n], want[off:off+int64(n)]) {
+						t.Fatalf("reader %d: bytes at %d differ from zarr-python's", r, off)
+					}
+				}
+			}
+			if got := c.Stats().Prefetched > 0; got != tc.wantAhead {
+				t.Errorf("read ahead: %v, want %v (stats %+v)", got, tc.wantAhead, c.Stats())
+			}
+		})
 	}
 }

@@ -8,153 +8,223 @@ import (
 	"github.com/nczarrfs/nczarrfs/cache"
 )
 
-// aheadCache is a cache that read-ahead can use; cache.Cache implements it.
-type aheadCache interface {
-	refCache
-	// Prefetch starts loading key in the background unless it is cached
-	// or loading already.
-	Prefetch(ctx context.Context, key string, load func(context.Context, cache.Alloc) ([]byte, error)) bool
-	// Demote marks key as unlikely to be read again soon, so that its
-	// buffer is recycled first.
-	Demote(key string)
-	// Budget is the cache's byte budget; read-ahead stays within a quarter.
-	Budget() int64
-}
-
 // Read-ahead tuning.
 const (
 	// seqSlack is how far a read may start from where the last one ended
 	// and still count as sequential: the kernel sends its read-ahead
 	// requests concurrently, so they arrive slightly out of order.
 	seqSlack = 4 << 20
-	// minAheadChunks is how many chunks read-ahead wants in flight at
-	// least, so that every core has a chunk to decode.
-	minAheadChunks = 4
+	// minWindow is the read-ahead window of a reader that just started
+	// (or jumped): the decoded bytes past its last read whose chunks are
+	// loaded in the background.
+	minWindow = 4 << 20
+	// demoteLag keeps chunks that ended this far behind a read from being
+	// demoted, for the concurrent reads that arrive slightly late.
+	demoteLag = 2 << 20
 )
 
-// readAhead follows an array's reads. When they are sequential, a read
-// starting in chunk row k (the chunks sharing their index along the first
-// dimension, a contiguous byte range of the decoded array) demotes rows
-// k-2 and k-1 in the cache and starts loading the rows after k in the
-// background, which then reuse the demoted rows' buffers: a scan touches
-// fresh memory for two rows only. (Starting from the row a read ends in
-// would be a read earlier, but would need a third row of buffers.)
-type readAhead struct {
+// Reader reads an array's decoded bytes for one consumer, typically an
+// open file. A Reader that sees sequential reads loads the chunks ahead of
+// them in the background, in the order it will need them, and tells the
+// cache which chunks it is done with so that their buffers are reused.
+//
+// Its window (how far ahead it loads) starts at a few MiB and doubles
+// each time a read had to wait for a chunk, up to a quarter of the cache's
+// budget: a reader that keeps up costs little memory, one that outruns the
+// decoders gets every core. The state belongs to the Reader, so two
+// readers of one array do not disturb each other. A Reader is safe for
+// concurrent use (the kernel sends a file's reads concurrently).
+type Reader struct {
+	a *Array
+
 	mu       sync.Mutex
-	next     int64         // GUARDED_BY(mu): where the last read ended
-	launched int64         // GUARDED_BY(mu): rows below this have been prefetched (or read)
-	demoted  int64         // GUARDED_BY(mu): rows below this have been demoted
-	sem      chan struct{} // bounds concurrent read-ahead decodes; made on first use
+	next     int64 // GUARDED_BY(mu): where the last read ended
+	window   int64 // GUARDED_BY(mu): bytes to keep loading past next
+	launched int64 // GUARDED_BY(mu): chunks with a lower ordinal were read or prefetched
+	demoted  int64 // GUARDED_BY(mu): chunks with a lower ordinal were demoted
 }
 
-// rowBytes is the size in the decoded array of one chunk row, and the
-// number of chunk rows; 0, 0 for a scalar.
-func (a *Array) rows() (rowBytes, nrows int64) {
-	if len(a.Meta.Shape) == 0 || a.Meta.Shape[0] == 0 {
-		return 0, 0
-	}
-	s0, c0 := a.Meta.Shape[0], a.Meta.Chunks[0]
-	return min(c0, s0) * (a.size / s0), (s0 + c0 - 1) / c0
+// NewReader returns a Reader of a's decoded bytes.
+func (a *Array) NewReader() *Reader {
+	return &Reader{a: a, window: minWindow}
 }
 
-// afterRead is told about each successful read of n bytes at off, and
-// starts read-ahead and demotion for a sequential reader.
-func (a *Array) afterRead(off int64, n int) {
-	ac, ok := a.d.cache.(aheadCache)
-	if !ok || n == 0 {
-		return
+// ReadAt reads decoded bytes at offset off, with io.ReaderAt semantics, and
+// moves read-ahead along.
+func (r *Reader) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	n, hit, err := r.a.read(ctx, p, off, r.ahead)
+	if n > 0 && !hit {
+		r.mu.Lock()
+		if r.window < r.maxWindow() && off >= r.next-seqSlack {
+			r.window *= 2
+		}
+		r.mu.Unlock()
 	}
-	rowBytes, nrows := a.rows()
-	if rowBytes == 0 {
-		return
-	}
+	return n, err
+}
+
+// maxWindow is the largest read-ahead window: a quarter of the cache.
+func (r *Reader) maxWindow() int64 { return max(minWindow, r.a.d.cache.Budget()/4) }
+
+// ahead is told about each read of [off, end) before it fetches its
+// chunks: for a sequential reader it queues the loads of the chunks that
+// start before end+window and demotes those that ended before off.
+func (r *Reader) ahead(off, end int64) {
+	a := r.a
+	g := a.grid()
 	chunkBytes := a.chunkElems * int64(a.ItemSize)
-	perRow := a.chunksPerRow()
-	// At most a quarter of the budget, and never so much that the row
-	// being read (which the next reads need again) could be evicted.
-	budget := ac.Budget()
-	limit := min(budget/4, budget/2-min(perRow, budget)*chunkBytes) / chunkBytes
-	if limit <= 0 {
+	// The most chunks read-ahead may hold: a quarter of the cache.
+	limit := a.d.cache.Budget() / 4 / chunkBytes
+	if limit < 1 || g.n == 0 {
 		return
 	}
-	end := off + int64(n)
-	first, last := off/rowBytes, (end-1)/rowBytes
-	ahead := max(1, (minAheadChunks+perRow-1)/perRow)
 
-	ra := &a.ra
-	ra.mu.Lock()
-	if off < ra.next-seqSlack || off > ra.next+seqSlack {
+	r.mu.Lock()
+	if off < r.next-seqSlack || off > r.next+seqSlack {
 		// A jump: start following from here.
-		ra.next, ra.launched, ra.demoted = end, last+1, first
-		ra.mu.Unlock()
+		r.next, r.window = end, minWindow
+		r.launched = g.ordinalAt(end-1, a) + 1
+		r.demoted = g.ordinalAt(off, a)
+		r.mu.Unlock()
 		return
 	}
-	ra.next = max(ra.next, end)
+	r.next = max(r.next, end)
 	var demote []int64
-	for k := max(ra.demoted, first-2); k < first; k++ {
-		demote = append(demote, k)
+	for r.demoted < g.n && g.end(r.demoted, a) <= min(off, r.next)-demoteLag {
+		demote = append(demote, r.demoted)
+		r.demoted++
 	}
-	ra.demoted = max(ra.demoted, first)
-	from, to := max(ra.launched, first+1), min(first+1+ahead, nrows)
-	ra.launched = max(ra.launched, to)
-	if ra.sem == nil {
-		ra.sem = make(chan struct{}, runtime.GOMAXPROCS(0))
+	current := g.ordinalAt(end-1, a)
+	horizon := end + r.window
+	var launch []int64
+	for r.launched < g.n && r.launched-current <= limit && g.start(r.launched, a) < horizon {
+		launch = append(launch, r.launched)
+		r.launched++
 	}
-	sem := ra.sem
-	ra.mu.Unlock()
+	r.mu.Unlock()
 
-	for _, k := range demote {
-		a.rowKeys(k, perRow, func(key string) bool { ac.Demote(key); return true })
+	for _, o := range demote {
+		a.d.cache.Demote(a.ChunkKey(g.index(o)))
 	}
-	var keys []string
-	for k := from; k < to && int64(len(keys)) < limit; k++ {
-		a.rowKeys(k, limit-int64(len(keys)), func(key string) bool {
-			keys = append(keys, key)
-			return true
+	for _, o := range launch {
+		key := a.ChunkKey(g.index(o))
+		run, ok := a.d.cache.Prefetch(context.Background(), key, func(ctx context.Context, alloc cache.Alloc) ([]byte, error) {
+			return a.load(ctx, key, alloc, a.d.ahead.cpu)
 		})
-	}
-	for _, key := range keys {
-		ac.Prefetch(context.Background(), key, func(ctx context.Context, alloc cache.Alloc) ([]byte, error) {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			return a.load(ctx, key, alloc)
-		})
-	}
-}
-
-// chunksPerRow is the number of chunks in one chunk row.
-func (a *Array) chunksPerRow() int64 {
-	n := int64(1)
-	for d := 1; d < len(a.Meta.Shape); d++ {
-		n *= (a.Meta.Shape[d] + a.Meta.Chunks[d] - 1) / a.Meta.Chunks[d]
-		if n > 1<<20 {
-			return n // enough to know it is large
+		if ok {
+			a.d.ahead.push(run)
 		}
 	}
-	return n
 }
 
-// rowKeys calls fn with the keys of the first n chunks of chunk row k,
-// in C order, until fn returns false.
-func (a *Array) rowKeys(k, n int64, fn func(key string) bool) {
+// chunkGrid numbers an array's chunks in C order of their grid index, the
+// order in which a sequential read of the decoded bytes first touches them
+// (and also the order in which it is done with them).
+type chunkGrid struct {
+	dims []int64 // chunks along each dimension
+	n    int64   // chunks in all
+}
+
+func (a *Array) grid() chunkGrid {
+	g := chunkGrid{dims: make([]int64, len(a.Meta.Shape)), n: 1}
+	for d, s := range a.Meta.Shape {
+		g.dims[d] = (s + a.Meta.Chunks[d] - 1) / a.Meta.Chunks[d]
+		g.n *= g.dims[d]
+	}
+	return g
+}
+
+// index is the grid index of the chunk with ordinal o.
+func (g chunkGrid) index(o int64) []int64 {
+	idx := make([]int64, len(g.dims))
+	for d := len(g.dims) - 1; d >= 0; d-- {
+		idx[d] = o % g.dims[d]
+		o /= g.dims[d]
+	}
+	return idx
+}
+
+// ordinalAt is the ordinal of the chunk holding the byte at off.
+func (g chunkGrid) ordinalAt(off int64, a *Array) int64 {
+	e := off / int64(a.ItemSize)
 	shape, chunks := a.Meta.Shape, a.Meta.Chunks
-	rank := len(shape)
-	grid := make([]int64, rank)
-	grid[0] = k
-	for i := int64(0); i < n; i++ {
-		if !fn(a.ChunkKey(grid)) {
+	idx := make([]int64, len(shape))
+	for d := len(shape) - 1; d >= 0; d-- {
+		idx[d] = e % shape[d] / chunks[d]
+		e /= shape[d]
+	}
+	var o int64
+	for d, i := range idx {
+		o = o*g.dims[d] + i
+	}
+	return o
+}
+
+// start is the offset of the first decoded byte of chunk o; end is the
+// offset just past its last one.
+func (g chunkGrid) start(o int64, a *Array) int64 { return g.offset(o, a, false) }
+func (g chunkGrid) end(o int64, a *Array) int64   { return g.offset(o, a, true) }
+
+func (g chunkGrid) offset(o int64, a *Array, last bool) int64 {
+	shape, chunks := a.Meta.Shape, a.Meta.Chunks
+	idx := g.index(o)
+	var e int64
+	for d := range shape {
+		i := idx[d] * chunks[d]
+		if last {
+			i = min(i+chunks[d], shape[d]) - 1
+		}
+		e = e*shape[d] + i
+	}
+	if last {
+		e++
+	}
+	return e * int64(a.ItemSize)
+}
+
+// queue runs read-ahead loads in the order they were pushed, on at most
+// workers goroutines, so that the chunk a reader needs next is decoded
+// first. Its goroutines exit when it is empty.
+type queue struct {
+	workers int
+	cpu     chan struct{} // bounds the loads running at once to the cores
+
+	mu      sync.Mutex
+	jobs    []func() // GUARDED_BY(mu)
+	running int      // GUARDED_BY(mu): worker goroutines
+}
+
+// newQueue returns a queue with up to workers goroutines; the loads among
+// them that decode run at most GOMAXPROCS at a time.
+func newQueue(workers int) *queue {
+	return &queue{workers: workers, cpu: make(chan struct{}, runtime.GOMAXPROCS(0))}
+}
+
+func (q *queue) push(job func()) {
+	q.mu.Lock()
+	q.jobs = append(q.jobs, job)
+	start := q.running < q.workers
+	if start {
+		q.running++
+	}
+	q.mu.Unlock()
+	if start {
+		go q.work()
+	}
+}
+
+func (q *queue) work() {
+	for {
+		q.mu.Lock()
+		if len(q.jobs) == 0 {
+			q.running--
+			q.mu.Unlock()
 			return
 		}
-		d := rank - 1
-		for ; d > 0; d-- {
-			grid[d]++
-			if grid[d]*chunks[d] < shape[d] {
-				break
-			}
-			grid[d] = 0
-		}
-		if d == 0 {
-			return // the row is done
-		}
+		job := q.jobs[0]
+		q.jobs[0] = nil
+		q.jobs = q.jobs[1:]
+		q.mu.Unlock()
+		job()
 	}
 }
