@@ -145,10 +145,15 @@ func newStore(r io.ReaderAt, size int64) (*Store, error) {
 // when the dataset is at the archive's top level.
 //
 // zarr-python writes the dataset at the top level; netcdf-c writes
-// whatever "zip -r x.zip x.file" produces, with one top folder. The root is
-// the top level when it holds a marker object (".zgroup", ".zattrs",
-// ".zarray" or ".nczarr"); otherwise the only top folder, when every entry
-// lies under it and it holds a marker object directly; otherwise the top.
+// whatever "zip -r x.zip x.file" produces, with one top folder, and reads
+// an archive rooted at the top folder of its first entry. So the root is
+// the top folder of the first entry of the central directory, when that
+// entry lies in a folder holding a group marker (".zgroup", ".nczarr" or
+// ".zmetadata") directly, even if the top level holds a dataset too, as
+// netcdf-c reads such archives. Otherwise it is the top level when that
+// holds a marker (".zgroup", ".zattrs", ".zarray" or ".nczarr"); otherwise
+// the only top folder, when every entry lies under it and it holds a
+// marker directly; otherwise the top.
 func (s *Store) Root() string { return s.root }
 
 // build filters the archive's entries, finds the dataset root and builds
@@ -164,7 +169,11 @@ func (s *Store) build(files []*stdzip.File) error {
 		}
 		byName[f.Name] = f // the later entry wins
 	}
-	s.root = findRoot(byName)
+	first := ""
+	if len(files) > 0 {
+		first = files[0].Name
+	}
+	s.root = findRoot(byName, first)
 	lead := ""
 	if s.root != "" {
 		lead = s.root + "/"
@@ -181,11 +190,16 @@ func (s *Store) build(files []*stdzip.File) error {
 		return m
 	}
 	for name, f := range byName {
-		key := strings.TrimPrefix(name, lead)
+		key, inside := strings.CutPrefix(name, lead)
+		if !inside {
+			continue // outside the dataset root
+		}
 		s.objects[key] = &object{f: f}
 		parent, base := splitKey(key)
 		m := kids(parent)
-		m[base] = m[base] // present; stays a Dir if it already is one
+		if _, seen := m[base]; !seen {
+			m[base] = false // an object; stays a Dir if it already is one
+		}
 		// Mark each ancestor a Dir in its parent, up to the first one
 		// already marked.
 		for parent != "" {
@@ -243,15 +257,21 @@ func splitKey(key string) (parent, base string) {
 	return "", key
 }
 
-// findRoot applies the rule documented on Root to the valid entry names.
-func findRoot(byName map[string]*stdzip.File) string {
-	hasMarker := func(folder string) bool {
-		for _, m := range rootMarkers {
+// findRoot applies the rule documented on Root to the valid entry names
+// and the name of the archive's first entry.
+func findRoot(byName map[string]*stdzip.File, first string) string {
+	has := func(folder string, markers ...string) bool {
+		for _, m := range markers {
 			if _, ok := byName[zmap.Join(folder, m)]; ok {
 				return true
 			}
 		}
 		return false
+	}
+	hasMarker := func(folder string) bool { return has(folder, rootMarkers...) }
+	if folder, _, nested := strings.Cut(first, "/"); nested && folder != "" &&
+		has(folder, ".zgroup", ".nczarr", ".zmetadata") {
+		return folder
 	}
 	if hasMarker("") {
 		return ""

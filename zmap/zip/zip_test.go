@@ -248,8 +248,15 @@ func TestLayout(t *testing.T) {
 		{"zarray folder", m("a.zarr/.zarray", "a.zarr/0"), "a.zarr", []string{".zarray", "0"}},
 		{"folder without marker", m("x.file/g/.zgroup"), "", []string{"x.file/g/.zgroup"}},
 		{"marker is a folder", m("x.file/.zgroup/y"), "", []string{"x.file/.zgroup/y"}},
-		{"two folders", m("a/.zgroup", "b/.zgroup"), "", []string{"a/.zgroup", "b/.zgroup"}},
-		{"folder and top object", m("x.file/.zgroup", "README"), "", []string{"README", "x.file/.zgroup"}},
+		{"two folders: the first entry's", m("a/.zgroup", "b/.zgroup"), "a", []string{".zgroup"}},
+		{"two folders, no group marker", m("a/.zarray", "b/.zarray"), "", []string{"a/.zarray", "b/.zarray"}},
+		{"folder and top object", m("x.file/.zgroup", "README"), "x.file", []string{".zgroup"}},
+		{"top object first", m("README", "x.file/.zgroup"), "", []string{"README", "x.file/.zgroup"}},
+		// A dataset both at the top and under a folder: netcdf-c roots it at
+		// the folder of the first entry.
+		{"both, folder first", m("x.file/", "x.file/.zgroup", "x.file/v/.zarray", ".zgroup", "w/.zarray"), "x.file", []string{".zgroup", "v/.zarray"}},
+		{"both, consolidated folder first", m("x.zarr/.zmetadata", ".zgroup", "x.zarr/v/0"), "x.zarr", []string{".zmetadata", "v/0"}},
+		{"array folder of the top dataset first", m("v/.zarray", "v/0", ".zgroup"), "", []string{".zgroup", "v/.zarray", "v/0"}},
 		{"top marker wins", m(".zgroup", "x.file/.zgroup"), "", []string{".zgroup", "x.file/.zgroup"}},
 		{"two levels", m("a/b.file/.zgroup"), "", []string{"a/b.file/.zgroup"}},
 		{"empty", nil, "", nil},
