@@ -3,14 +3,10 @@ package s3_test
 import (
 	"bytes"
 	"context"
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -18,14 +14,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nczarrfs/nczarrfs/internal/faultproxy"
 	"github.com/nczarrfs/nczarrfs/internal/miniotest"
 	"github.com/nczarrfs/nczarrfs/zmap"
 	"github.com/nczarrfs/nczarrfs/zmap/s3"
 )
 
-// The tests in this file put a fault-injecting reverse proxy between a
-// Store and a real MinIO server, which cannot be made to answer 503 or 429
-// on demand. They prove that throttling and server errors are retried with
+// The tests in this file put a fault-injecting proxy (internal/faultproxy)
+// between a Store and a real MinIO server, which cannot be made to answer
+// 503 or 429 on demand. They prove that throttling and server errors are retried with
 // the SDK's backoff, that retries stop (after Options.MaxAttempts, or at
 // Options.Timeout), that client errors are not retried, and that a Store
 // keeps no failure state.
@@ -34,160 +31,24 @@ import (
 // retry i is uniform in [0, 2^i s), capped at 5 s. Cases therefore inject
 // at most two failures and run concurrently (see runAll).
 
-// fault is an answer the proxy gives instead of forwarding a request.
-type fault struct {
-	Status  int    // HTTP status
-	Code    string // S3 error code of the XML body; "" sends no body
-	Message string // the body's Message
-}
-
-// rule injects a fault into the requests for one key.
-type rule struct {
-	fault
-	left int // answers still to inject; negative: until lifted
-}
-
-// faultProxy is a reverse proxy in front of one MinIO bucket. It answers
-// requests for keys with a rule by the rule's fault, forwards all other
-// requests, and counts requests per key.
-//
-// A request's key is its object key ("ds/d/obj") for object requests and
-// "list:" plus the prefix ("list:ds/d/") for ListObjectsV2.
-type faultProxy struct {
-	URL string // http://127.0.0.1:port
-
-	mu     sync.Mutex
-	rules  map[string]*rule // GUARDED_BY(mu)
-	counts map[string]int   // GUARDED_BY(mu)
-	proxy  *httputil.ReverseProxy
-}
-
-// startFaultProxy starts a proxy on 127.0.0.1 in front of srv and stops it
-// when t ends.
-func startFaultProxy(t *testing.T, srv *miniotest.Server) *faultProxy {
-	t.Helper()
-	target, err := url.Parse(srv.Endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := &http.Transport{}
-	p := &faultProxy{
-		rules:  make(map[string]*rule),
-		counts: make(map[string]int),
-		proxy: &httputil.ReverseProxy{
-			Rewrite: func(pr *httputil.ProxyRequest) {
-				pr.SetURL(target)
-				// The client signed the Host it sent (the
-				// proxy's); MinIO checks the signature against
-				// the Host it receives.
-				pr.Out.Host = pr.In.Host
-			},
-			Transport: tr,
-		},
-	}
-	ts := httptest.NewServer(p)
-	p.URL = ts.URL
-	t.Cleanup(func() {
-		ts.Close()
-		tr.CloseIdleConnections()
-	})
-	return p
-}
-
 // objectKey and listKey name the proxy keys of requests for the object
 // ds/dir/obj and for listing the children of ds/dir.
 func objectKey(dir string) string { return "ds/" + dir + "/obj" }
 func listKey(dir string) string   { return "list:ds/" + dir + "/" }
 
-// keyOf returns the key of a path-style S3 request.
-func keyOf(r *http.Request) string {
-	_, obj, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
-	if q := r.URL.Query(); obj == "" && q.Has("list-type") {
-		return "list:" + q.Get("prefix")
-	}
-	return obj
-}
-
-// inject makes the proxy answer the next n requests for key with f; a
-// negative n, every request until lift.
-func (p *faultProxy) inject(key string, f fault, n int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.rules[key] = &rule{fault: f, left: n}
-}
-
-// lift removes key's rule.
-func (p *faultProxy) lift(key string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.rules, key)
-}
-
-// count returns how many requests for key the proxy has seen, injected
-// faults included.
-func (p *faultProxy) count(key string) int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.counts[key]
-}
-
-func (p *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	key := keyOf(r)
-	p.mu.Lock()
-	p.counts[key]++
-	var f *fault
-	if ru := p.rules[key]; ru != nil && ru.left != 0 {
-		f = &ru.fault
-		if ru.left > 0 {
-			ru.left--
-		}
-	}
-	p.mu.Unlock()
-	if f == nil {
-		p.proxy.ServeHTTP(w, r)
-		return
-	}
-	writeS3Error(w, r, *f)
-}
-
-// s3Error is the XML body of an S3 error answer.
-type s3Error struct {
-	XMLName   xml.Name `xml:"Error"`
-	Code      string
-	Message   string
-	Resource  string
-	RequestID string `xml:"RequestId"`
-}
-
-// writeS3Error answers r with f, as S3 would: an XML error document, or no
-// body at all when f has no code (what a load balancer in front of S3 sends
-// with a 502 or 504).
-func writeS3Error(w http.ResponseWriter, r *http.Request, f fault) {
-	w.Header().Set("X-Amz-Request-Id", "faultproxy")
-	if f.Code == "" {
-		w.WriteHeader(f.Status)
-		return
-	}
-	body, err := xml.Marshal(s3Error{Code: f.Code, Message: f.Message, Resource: r.URL.Path, RequestID: "faultproxy"})
-	if err != nil {
-		panic(err) // a fixed struct always marshals
-	}
-	w.Header().Set("Content-Type", "application/xml")
-	w.WriteHeader(f.Status)
-	io.WriteString(w, xml.Header)
-	w.Write(body) // a HEAD answer drops the body, as S3's does
-}
+// fault is a fault the proxy injects.
+type fault = faultproxy.Fault
 
 // Faults S3 and the proxies in front of it send.
 var (
-	slowDown      = fault{http.StatusServiceUnavailable, "SlowDown", "Please reduce your request rate."}
-	internalError = fault{http.StatusInternalServerError, "InternalError", "We encountered an internal error. Please try again."}
-	tooMany       = fault{http.StatusTooManyRequests, "TooManyRequests", "Too many requests, please slow down."}
-	bare429       = fault{Status: http.StatusTooManyRequests}
-	badGateway    = fault{Status: http.StatusBadGateway}
-	gwTimeout     = fault{Status: http.StatusGatewayTimeout}
-	accessDenied  = fault{http.StatusForbidden, "AccessDenied", "Access Denied."}
-	noSuchKey     = fault{http.StatusNotFound, "NoSuchKey", "The specified key does not exist."}
+	slowDown      = faultproxy.SlowDown
+	internalError = faultproxy.InternalError
+	tooMany       = faultproxy.TooMany
+	bare429       = faultproxy.Bare429
+	badGateway    = faultproxy.BadGateway
+	gwTimeout     = faultproxy.GatewayTimeout
+	accessDenied  = faultproxy.AccessDenied
+	noSuchKey     = faultproxy.NoSuchKey
 )
 
 // retryData is the content of every ds/dir/obj.
@@ -248,7 +109,7 @@ var retryOps = []retryOp{
 // every dir the test asked for, behind a faultProxy.
 type retryEnv struct {
 	srv   *miniotest.Server
-	proxy *faultProxy
+	proxy *faultproxy.Proxy
 }
 
 func newRetryEnv(t *testing.T, dirs []string) *retryEnv {
@@ -261,7 +122,7 @@ func newRetryEnv(t *testing.T, dirs []string) *retryEnv {
 		objects[objectKey(d)] = retryData
 	}
 	srv.Put(t, "retry", objects)
-	return &retryEnv{srv: srv, proxy: startFaultProxy(t, srv)}
+	return &retryEnv{srv: srv, proxy: faultproxy.Start(t, srv.Endpoint)}
 }
 
 // open opens a Store on s3://retry/ds with the proxy as its endpoint.
@@ -362,7 +223,7 @@ func TestRetryTransient(t *testing.T) {
 
 	runAll(t, cs, func(t *testing.T, c retryCase) {
 		key := c.op.key(c.dir)
-		env.proxy.inject(key, c.fault, injected)
+		env.proxy.Inject(key, c.fault, injected)
 		start := time.Now()
 		err := c.op.run(context.Background(), st, c.dir)
 		elapsed := time.Since(start)
@@ -370,10 +231,10 @@ func TestRetryTransient(t *testing.T) {
 			t.Errorf("after %d injected %d answers: %v", injected, c.fault.Status, err)
 		}
 		// Fewer: the fault was not retried. More: a success was.
-		if n := env.proxy.count(key); n != injected+1 {
+		if n := env.proxy.Count(key); n != injected+1 {
 			t.Errorf("the proxy saw %d requests for %s, want %d", n, key, injected+1)
 		}
-		t.Logf("%d requests, done after %v", env.proxy.count(key), elapsed.Round(time.Millisecond))
+		t.Logf("%d requests, done after %v", env.proxy.Count(key), elapsed.Round(time.Millisecond))
 	})
 }
 
@@ -430,12 +291,12 @@ func TestRetryPersistent(t *testing.T) {
 func (e *retryEnv) failPersistently(t *testing.T, st *s3.Store, c retryCase) (int, error) {
 	t.Helper()
 	key := c.op.key(c.dir)
-	e.proxy.inject(key, c.fault, -1)
+	e.proxy.Inject(key, c.fault, -1)
 	start := time.Now()
 	err := c.op.run(context.Background(), st, c.dir)
 	elapsed := time.Since(start)
 	checkIOError(t, err)
-	n := e.proxy.count(key)
+	n := e.proxy.Count(key)
 	t.Logf("%d requests, failed after %v: %v", n, elapsed.Round(time.Millisecond), err)
 	return n, err
 }
@@ -473,14 +334,14 @@ func TestRetryNotRetried(t *testing.T) {
 	}
 	wantOne := func(t *testing.T, key string) {
 		t.Helper()
-		if n := env.proxy.count(key); n != 1 {
+		if n := env.proxy.Count(key); n != 1 {
 			t.Errorf("the proxy saw %d requests for %s, want 1", n, key)
 		}
 	}
 
 	runAll(t, injected, func(t *testing.T, c retryCase) {
 		key := c.op.key(c.dir)
-		env.proxy.inject(key, c.fault, 1)
+		env.proxy.Inject(key, c.fault, 1)
 		err := c.op.run(ctx, st, c.dir)
 		switch {
 		case c.fault.Status == http.StatusForbidden:
@@ -513,12 +374,12 @@ func TestRetryNotRetried(t *testing.T) {
 	})
 	t.Run("416 range past the end", func(t *testing.T) {
 		dir := real[0].dir
-		before := env.proxy.count(objectKey(dir))
+		before := env.proxy.Count(objectKey(dir))
 		n, err := st.ReadAt(ctx, dir+"/obj", make([]byte, 10), int64(len(retryData))+5)
 		if n != 0 || err != io.EOF {
 			t.Errorf("ReadAt past the end = %d, %v; want 0, io.EOF", n, err)
 		}
-		if n := env.proxy.count(objectKey(dir)) - before; n != 1 {
+		if n := env.proxy.Count(objectKey(dir)) - before; n != 1 {
 			t.Errorf("the proxy saw %d requests for the ranged read, want 1", n)
 		}
 	})
@@ -534,16 +395,16 @@ func TestRetryRecovery(t *testing.T) {
 
 	runAll(t, cs, func(t *testing.T, c retryCase) {
 		key := c.op.key(c.dir)
-		env.proxy.inject(key, c.fault, -1)
+		env.proxy.Inject(key, c.fault, -1)
 		checkIOError(t, c.op.run(context.Background(), st, c.dir))
-		if n := env.proxy.count(key); n != maxAttempts {
+		if n := env.proxy.Count(key); n != maxAttempts {
 			t.Errorf("during the fault the proxy saw %d requests for %s, want %d", n, key, maxAttempts)
 		}
-		env.proxy.lift(key)
+		env.proxy.Lift(key)
 		if err := c.op.run(context.Background(), st, c.dir); err != nil {
 			t.Errorf("after the fault was lifted: %v", err)
 		}
-		if n := env.proxy.count(key); n != maxAttempts+1 {
+		if n := env.proxy.Count(key); n != maxAttempts+1 {
 			t.Errorf("after the fault the proxy saw %d requests for %s in all, want %d", n, key, maxAttempts+1)
 		}
 	})

@@ -380,8 +380,12 @@ func (s *Store) ReadAt(ctx context.Context, key string, p []byte, off int64) (in
 		if avail >= 0 {
 			avail -= off
 		}
-	} else if start, err := rangeStart(*out.ContentRange); err != nil || start != off {
+	} else if start, end, err := rangeBounds(*out.ContentRange); err != nil || start != off || end < start {
 		return 0, s.mapErr(ctx, "GetObject", key, fmt.Errorf("asked for %s, server sent Content-Range %q", rng, *out.ContentRange))
+	} else {
+		// The range says how many bytes must arrive, even when no
+		// Content-Length does: a body cut short is an error, not EOF.
+		avail = end - start + 1
 	}
 
 	n, err := io.ReadFull(out.Body, p)
@@ -394,17 +398,25 @@ func (s *Store) ReadAt(ctx context.Context, key string, p []byte, off int64) (in
 	return n, s.mapErr(ctx, "GetObject", key, err)
 }
 
-// rangeStart returns START of a Content-Range value "bytes START-END/SIZE".
-func rangeStart(cr string) (int64, error) {
+// rangeBounds returns START and END of a Content-Range value
+// "bytes START-END/SIZE".
+func rangeBounds(cr string) (start, end int64, err error) {
 	v, ok := strings.CutPrefix(cr, "bytes ")
 	if !ok {
-		return 0, fmt.Errorf("not a byte range: %q", cr)
+		return 0, 0, fmt.Errorf("not a byte range: %q", cr)
 	}
-	first, _, ok := strings.Cut(v, "-")
+	v, _, _ = strings.Cut(v, "/")
+	first, last, ok := strings.Cut(v, "-")
 	if !ok {
-		return 0, fmt.Errorf("not a byte range: %q", cr)
+		return 0, 0, fmt.Errorf("not a byte range: %q", cr)
 	}
-	return strconv.ParseInt(first, 10, 64)
+	if start, err = strconv.ParseInt(first, 10, 64); err != nil {
+		return 0, 0, err
+	}
+	if end, err = strconv.ParseInt(last, 10, 64); err != nil {
+		return 0, 0, err
+	}
+	return start, end, nil
 }
 
 // Size returns the size of the object stored under key (HeadObject).

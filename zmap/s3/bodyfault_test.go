@@ -1,0 +1,138 @@
+package s3_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nczarrfs/nczarrfs/internal/faultproxy"
+	"github.com/nczarrfs/nczarrfs/zmap/s3"
+)
+
+// bodyFaults are the ways a connection breaks that an error status does
+// not describe.
+var bodyFaults = []faultproxy.Fault{
+	{Kind: faultproxy.ResetBeforeReply},
+	{Kind: faultproxy.ResetMidBody},
+	{Kind: faultproxy.CutBody},
+	{Kind: faultproxy.CutBodyNoLength},
+	{Kind: faultproxy.StallMidBody},
+}
+
+// bodyOps are the operations that read a body: Get, and ReadAt both of a
+// range inside the object and of one that runs past its end (a short
+// answer that is legitimately short).
+var bodyOps = []struct {
+	name string
+	run  func(ctx context.Context, st *s3.Store, key string) error
+}{
+	{"Get", func(ctx context.Context, st *s3.Store, key string) error {
+		b, err := st.Get(ctx, key)
+		if err == nil && !bytes.Equal(b, retryData) {
+			return fmt.Errorf("%w: Get returned %d bytes, not the object's %d", errWrongData, len(b), len(retryData))
+		}
+		return err
+	}},
+	{"ReadAt", func(ctx context.Context, st *s3.Store, key string) error {
+		p := make([]byte, 3000)
+		n, err := st.ReadAt(ctx, key, p, 1234)
+		switch {
+		case err == io.EOF:
+			return fmt.Errorf("%w: ReadAt inside the object returned %d bytes and io.EOF", errWrongData, n)
+		case err == nil && (n != len(p) || !bytes.Equal(p, retryData[1234:1234+len(p)])):
+			return fmt.Errorf("%w: ReadAt returned %d wrong bytes", errWrongData, n)
+		}
+		return err
+	}},
+	{"ReadAt past the end", func(ctx context.Context, st *s3.Store, key string) error {
+		p := make([]byte, 3000)
+		off := int64(len(retryData) - 1000)
+		n, err := st.ReadAt(ctx, key, p, off)
+		if err == io.EOF {
+			if n != 1000 || !bytes.Equal(p[:n], retryData[off:]) {
+				return fmt.Errorf("%w: ReadAt at the end returned %d bytes with io.EOF, want the object's last 1000", errWrongData, n)
+			}
+			return nil
+		}
+		if err == nil {
+			return fmt.Errorf("%w: ReadAt past the end returned %d bytes and no io.EOF", errWrongData, n)
+		}
+		return err
+	}},
+}
+
+// errWrongData marks an operation that succeeded with the wrong bytes.
+var errWrongData = errors.New("wrong data")
+
+// TestBodyFaults breaks every request of Get and ReadAt in each way a
+// connection can break: the operation fails with an I/O error (after the
+// SDK's retries, or at the timeout for a stalled body), never succeeds with
+// short or wrong bytes, and works again once the fault is lifted. A fault
+// that happens once is either retried into the right bytes or an I/O error.
+func TestBodyFaults(t *testing.T) {
+	const timeout = 3 * time.Second
+	type bodyCase struct {
+		name, dir string
+		fault     faultproxy.Fault
+		op        int
+	}
+	var cs []bodyCase
+	for _, f := range bodyFaults {
+		for i, op := range bodyOps {
+			name := f.String() + "/" + op.name
+			cs = append(cs, bodyCase{name, "body-" + strings.NewReplacer(" ", "-", ",", "").Replace(name), f, i})
+		}
+	}
+	var dirs []string
+	for _, c := range cs {
+		dirs = append(dirs, c.dir+"-persistent", c.dir+"-once")
+	}
+	env := newRetryEnv(t, dirs)
+	st := env.open(t, s3.Options{Timeout: timeout, MaxAttempts: 3})
+
+	var wg sync.WaitGroup
+	for _, c := range cs {
+		wg.Go(func() {
+			t.Run(c.name, func(t *testing.T) {
+				op := bodyOps[c.op]
+				ctx := context.Background()
+
+				dir := c.dir + "-persistent"
+				env.proxy.Inject(objectKey(dir), c.fault, -1)
+				start := time.Now()
+				err := op.run(ctx, st, dir+"/obj")
+				elapsed := time.Since(start)
+				checkIOError(t, err)
+				if errors.Is(err, errWrongData) {
+					t.Errorf("%v", err)
+				}
+				// A hang catcher, far above the timeout: not a speed test.
+				if elapsed > 10*timeout {
+					t.Errorf("failed after %v; the timeout is %v", elapsed, timeout)
+				}
+				env.proxy.Lift(objectKey(dir))
+				if err := op.run(ctx, st, dir+"/obj"); err != nil {
+					t.Errorf("after the fault was lifted: %v", err)
+				}
+				t.Logf("persistent: %d requests, failed after %v: %v", env.proxy.Count(objectKey(dir)), elapsed.Round(time.Millisecond), err)
+
+				dir = c.dir + "-once"
+				env.proxy.Inject(objectKey(dir), c.fault, 1)
+				err = op.run(ctx, st, dir+"/obj")
+				if errors.Is(err, errWrongData) {
+					t.Errorf("one fault: %v", err)
+				} else if err != nil {
+					checkIOError(t, err)
+				}
+				t.Logf("once: %d requests: %v", env.proxy.Count(objectKey(dir)), err)
+			})
+		})
+	}
+	wg.Wait()
+}
