@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -139,7 +140,12 @@ func Open(ctx context.Context, store zmap.Store, opts Options) (*Dataset, error)
 		} else if !errors.Is(err, zmap.ErrNotFound) {
 			return nil, err
 		}
-		return nil, fmt.Errorf("%w: no .zgroup, .zarray or .nczarr at the root", ErrNoDataset)
+		if err := w.implicitRoot(ctx); err != nil {
+			return nil, err
+		}
+		if d.Consolidated {
+			return d, nil
+		}
 	}
 
 	if d.Generation == PureZarr {
@@ -349,6 +355,22 @@ func (w *walker) consolidated(ctx context.Context) (bool, error) {
 		}
 	}
 	sort.Strings(arrays)
+	if len(arrays) > 0 && arrays[0] == "" {
+		// The dataset is one array at the root.
+		zattrs, _ := parseObject(doc.Metadata[".zattrs"])
+		w.d.arrays[""] = newArray(w.d, "", doc.Metadata[".zarray"], zattrs, nil)
+		return true, nil
+	}
+	// A folder above a listed array or group is a group even where the
+	// metadata leaves out its .zgroup, as zarr-python reads it.
+	for _, p := range append(slices.Clone(arrays), sortedKeys(groups)...) {
+		for p != "" {
+			p, _ = splitKey(p)
+			if groups[p] == nil {
+				groups[p] = &Group{Path: p}
+			}
+		}
+	}
 	for _, p := range arrays {
 		var zattrs object
 		if raw, ok := doc.Metadata[zmap.Join(p, ".zattrs")]; ok {
