@@ -57,15 +57,12 @@ func (as Attributes) MarshalJSON() ([]byte, error) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		name, _ := json.Marshal(a.Name)
-		typ, _ := json.Marshal(a.Type)
-		b.Write(name)
+		b.Write(jsonString(a.Name))
 		b.WriteString(`:{"type":`)
-		b.Write(typ)
+		b.Write(jsonString(a.Type))
 		if a.DType != "" {
-			dt, _ := json.Marshal(a.DType)
 			b.WriteString(`,"dtype":`)
-			b.Write(dt)
+			b.Write(jsonString(a.DType))
 		}
 		b.WriteString(`,"value":`)
 		b.Write(a.Value)
@@ -193,10 +190,31 @@ func Dataset(ctx context.Context, ds *nczarr.Dataset) ([]byte, error) {
 	return marshal(out)
 }
 
-func marshal(v any) ([]byte, error) {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
+// jsonString is s as a JSON string, without HTML escaping.
+func jsonString(s string) []byte {
+	b, _ := marshalCompact(s)
+	return b
+}
+
+func marshalCompact(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
-	return append(b, '\n'), nil
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// marshal writes v as indented JSON without HTML escaping (a dtype is
+// "<f4", not "\u003cf4"), ending in a newline.
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }

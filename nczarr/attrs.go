@@ -39,34 +39,87 @@ type member struct {
 }
 
 // members parses a JSON object keeping its members' order, which a Go map
-// loses and which netcdf-c keeps (attributes, dimensions).
+// loses and netcdf-c keeps (attributes, dimensions). Each value is the
+// bytes as stored, so a bare NaN or Infinity (which zarr-python writes)
+// can still be told from the string "NaN".
 func members(data []byte) ([]member, error) {
-	dec := json.NewDecoder(bytes.NewReader(quoteNonFinite(data)))
-	dec.UseNumber()
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, err
+	if !json.Valid(quoteNonFinite(data)) {
+		return nil, errors.New("invalid JSON")
 	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
 		return nil, errors.New("not a JSON object")
 	}
 	var out []member
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
+	for i = skipSpace(data, i+1); i < len(data) && data[i] != '}'; {
+		end := valueEnd(data, i)
+		var name string
+		if err := json.Unmarshal(data[i:end], &name); err != nil {
 			return nil, err
 		}
-		name, _ := tok.(string)
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, err
+		i = skipSpace(data, end)
+		if i >= len(data) || data[i] != ':' {
+			return nil, errors.New("invalid JSON object")
 		}
-		out = append(out, member{name, raw})
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, err
+		i = skipSpace(data, i+1)
+		end = valueEnd(data, i)
+		out = append(out, member{name, data[i:end:end]})
+		i = skipSpace(data, end)
+		if i < len(data) && data[i] == ',' {
+			i = skipSpace(data, i+1)
+		}
 	}
 	return out, nil
+}
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// valueEnd returns the end of the JSON value starting at data[i] (valid
+// JSON): the first ',', '}' or ']' outside it, or whitespace after it.
+func valueEnd(data []byte, i int) int {
+	depth := 0
+	inString, escaped := false, false
+	for ; i < len(data); i++ {
+		c := data[i]
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return i
+			}
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+		case ',', ' ', '\t', '\n', '\r':
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return i
 }
 
 // lookup returns the value of the member named name, any case.
@@ -115,7 +168,7 @@ func (d *Dataset) Attrs(ctx context.Context, path string) ([]Attr, error) {
 		if internalAttr(m.Name) {
 			continue
 		}
-		a := Attr{Name: m.Name, Value: m.Value}
+		a := Attr{Name: m.Name, Value: json.RawMessage(quoteNonFinite(m.Value))}
 		if dt, ok := types[m.Name]; ok {
 			a.DType = dt
 			a.Type = typeOfDType(dt)
@@ -240,8 +293,14 @@ func typeOfDType(dt string) string {
 // list takes the type of its first element. A list of strings is string.
 // Anything else (objects, nested or empty lists, null) is json.
 func inferAttrType(raw json.RawMessage) string {
+	first := bytes.TrimLeft(raw, "[ \t\r\n")
+	for _, w := range []string{"NaN", "Infinity", "-Infinity"} {
+		if bytes.HasPrefix(first, []byte(w)) {
+			return "double" // bare, as zarr-python writes non-finite floats
+		}
+	}
 	var v any
-	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec := json.NewDecoder(bytes.NewReader(quoteNonFinite(raw)))
 	dec.UseNumber()
 	if err := dec.Decode(&v); err != nil {
 		return "json"

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/nczarrfs/nczarrfs/cache"
+	"github.com/nczarrfs/nczarrfs/nczarr"
+	"github.com/nczarrfs/nczarrfs/zmap"
+	"github.com/nczarrfs/nczarrfs/zmap/s3"
+	"github.com/nczarrfs/nczarrfs/zmap/source"
+)
+
+// sourceFlags are the flags of the commands that read a SOURCE without
+// mounting it (ls, info, header, cat): how to reach the store, and the
+// chunk cache. They mean what mount's flags of the same names mean.
+func sourceFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "cache-size", Value: "256MiB", Usage: "memory for decoded chunks (bytes, or with a KiB/MiB/GiB suffix)"},
+		&cli.BoolFlag{Name: "debug", Usage: "log debug messages"},
+		&cli.StringFlag{Name: "endpoint-url", Usage: "S3 endpoint, e.g. http://127.0.0.1:9000", EnvVars: []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"}},
+		&cli.StringFlag{Name: "region", Usage: "S3 region (default from the AWS configuration)"},
+		&cli.StringFlag{Name: "profile", Usage: "AWS shared-config profile"},
+		&cli.BoolFlag{Name: "no-sign-request", Usage: "read a public bucket without credentials"},
+		&cli.DurationFlag{Name: "s3-timeout", Usage: "bound on each S3 request, retries included (default 30s, or NCZARRFS_S3_TIMEOUT)"},
+	}
+}
+
+// openDataset opens the store src names and reads its dataset's metadata,
+// as a mount does, with the store and cache options of c's flags (absent
+// flags take their defaults). The caller closes the store.
+func openDataset(ctx context.Context, c *cli.Context, src string) (*nczarr.Dataset, zmap.Store, error) {
+	level := slog.LevelWarn
+	if c.Bool("debug") {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+	cacheSize := int64(256 << 20)
+	if s := c.String("cache-size"); s != "" {
+		var err error
+		if cacheSize, err = parseSize(s); err != nil {
+			return nil, nil, fmt.Errorf("--cache-size: %w", err)
+		}
+		if cacheSize == 0 {
+			return nil, nil, errors.New("--cache-size: must be more than 0 (try 256MiB)")
+		}
+	}
+	var timeout time.Duration
+	if c.IsSet("s3-timeout") {
+		if timeout = c.Duration("s3-timeout"); timeout <= 0 {
+			return nil, nil, fmt.Errorf("--s3-timeout: %v is not a positive duration (try 30s)", timeout)
+		}
+	}
+	parsed, err := source.Parse(src)
+	if err != nil {
+		return nil, nil, err
+	}
+	store, err := source.Open(ctx, parsed, source.Options{S3: s3.Options{
+		EndpointURL:   c.String("endpoint-url"),
+		Region:        c.String("region"),
+		Profile:       c.String("profile"),
+		NoSignRequest: c.Bool("no-sign-request"),
+		Timeout:       timeout,
+		Logger:        log,
+	}})
+	if err != nil {
+		return nil, nil, err
+	}
+	ds, err := nczarr.Open(ctx, store, nczarr.Options{Cache: cache.New(cacheSize), Logger: log})
+	if err != nil {
+		store.Close()
+		if errors.Is(err, nczarr.ErrNoDataset) {
+			return nil, nil, fmt.Errorf("%s holds no dataset: %w", source.Redact(src), err)
+		}
+		return nil, nil, fmt.Errorf("reading %s: %w", source.Redact(src), err)
+	}
+	log.Debug("opened dataset", "source", source.Redact(src), "generation", ds.Generation,
+		"groups", len(ds.Groups()), "arrays", len(ds.Arrays()))
+	return ds, store, nil
+}
+
+// signalContext is a context cancelled by SIGINT or SIGTERM, for the
+// commands that read without mounting.
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// arrayPath turns a user's ARRAY or PATH argument ("/g1/v", "g1/v/",
+// "") into a dataset key prefix ("g1/v").
+func arrayPath(p string) string {
+	for len(p) > 0 && p[0] == '/' {
+		p = p[1:]
+	}
+	for len(p) > 0 && p[len(p)-1] == '/' {
+		p = p[:len(p)-1]
+	}
+	return p
+}
