@@ -230,7 +230,9 @@ func (a *Array) read(ctx context.Context, p []byte, off int64, before func(off, 
 
 // plan lists the chunks that bytes [off, off+n) touch and the copies that
 // assemble them, one per run of elements contiguous in both the output and
-// a (C-ordered) chunk.
+// a (C-ordered) chunk. A run is at most one chunk row long, so a request
+// has many runs per chunk: chunks are told apart by their ordinal, and
+// each chunk's key is built once.
 func (a *Array) plan(off int64, n int) (keys []string, ops []copyOp) {
 	is := int64(a.ItemSize)
 	shape, chunks := a.Meta.Shape, a.Meta.Chunks
@@ -238,7 +240,15 @@ func (a *Array) plan(off int64, n int) (keys []string, ops []copyOp) {
 	e0, e1 := off/is, (off+int64(n)+is-1)/is
 	idx := make([]int64, rank)
 	grid := make([]int64, rank)
-	seen := map[string]int{}
+	gridDims := make([]int64, rank)
+	for d := range rank {
+		gridDims[d] = (shape[d] + chunks[d] - 1) / chunks[d]
+	}
+	if rank > 0 {
+		ops = make([]copyOp, 0, (e1-e0)/chunks[rank-1]+2)
+	}
+	seen := map[int64]int{}
+	lastOrd, lastCI := int64(-1), 0
 	for e := e0; e < e1; {
 		// Unravel e into a multi-index, its chunk and its place there.
 		rem := e
@@ -247,21 +257,25 @@ func (a *Array) plan(off int64, n int) (keys []string, ops []copyOp) {
 			rem /= shape[d]
 		}
 		run := e1 - e
-		within := int64(0)
+		within, ord := int64(0), int64(0)
 		for d := 0; d < rank; d++ {
 			grid[d] = idx[d] / chunks[d]
 			within = within*chunks[d] + idx[d]%chunks[d]
+			ord = ord*gridDims[d] + grid[d]
 		}
 		if rank > 0 {
 			last := rank - 1
 			run = min(run, chunks[last]-idx[last]%chunks[last], shape[last]-idx[last])
 		}
-		key := a.ChunkKey(grid)
-		ci, ok := seen[key]
-		if !ok {
-			ci = len(keys)
-			seen[key] = ci
-			keys = append(keys, key)
+		ci := lastCI
+		if ord != lastOrd {
+			var ok bool
+			if ci, ok = seen[ord]; !ok {
+				ci = len(keys)
+				seen[ord] = ci
+				keys = append(keys, a.ChunkKey(grid))
+			}
+			lastOrd, lastCI = ord, ci
 		}
 		// Clip the run's bytes to the requested range.
 		lo := max(e*is, off)
