@@ -3,6 +3,7 @@ package shuffle
 import (
 	"bytes"
 	"math/rand/v2"
+	"strconv"
 	"testing"
 )
 
@@ -46,7 +47,7 @@ func TestBitUnshuffle(t *testing.T) {
 
 func TestUnshuffle(t *testing.T) {
 	for _, typesize := range []int{1, 2, 3, 4, 5, 8, 16} {
-		for _, n := range []int{0, 1, 7, 64, 101} {
+		for _, n := range []int{0, 1, 7, 64, 101, 1000, 4099} {
 			src := make([]byte, n)
 			for i := range src {
 				src[i] = byte(i*31 + 7)
@@ -77,5 +78,18 @@ func BenchmarkBitUnshuffle(b *testing.B) {
 	b.SetBytes(int64(len(src)))
 	for b.Loop() {
 		BitUnshuffle(dst, src, tmp, count, typesize)
+	}
+}
+
+func BenchmarkUnshuffle(b *testing.B) {
+	for _, typesize := range []int{2, 4, 8} {
+		b.Run(strconv.Itoa(typesize), func(b *testing.B) {
+			src := make([]byte, 1<<20)
+			dst := make([]byte, len(src))
+			b.SetBytes(int64(len(src)))
+			for b.Loop() {
+				Unshuffle(dst, src, typesize)
+			}
+		})
 	}
 }
