@@ -42,6 +42,7 @@ type Array struct {
 	fill       []byte
 	fillOnce   sync.Once
 	fillChunk  []byte
+	v3         *v3Array // set for Zarr v3 arrays (v3array.go)
 }
 
 func newArray(d *Dataset, path string, zarray []byte, zattrs, v1 object) *Array {
@@ -158,6 +159,9 @@ func (a *Array) Size() int64 { return a.size }
 
 // ChunkKey is the store key of the chunk with grid index idx.
 func (a *Array) ChunkKey(idx []int64) string {
+	if a.v3 != nil {
+		return a.v3ChunkKey(idx)
+	}
 	if len(idx) == 0 {
 		return zmap.Join(a.Path, "0")
 	}
@@ -348,6 +352,9 @@ func (a *Array) chunk(ctx context.Context, key string) (chunkRef, error) {
 // When cpu is not nil, the decoding waits for a slot in it (the reading
 // does not: on S3 it is mostly waiting).
 func (a *Array) load(ctx context.Context, key string, alloc cache.Alloc, cpu chan struct{}) ([]byte, error) {
+	if a.v3 != nil {
+		return a.loadV3(ctx, key, alloc, cpu)
+	}
 	size := int(a.chunkElems) * a.ItemSize
 	if alloc == nil {
 		alloc = func(n int) []byte { return make([]byte, n) }

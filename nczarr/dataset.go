@@ -105,6 +105,12 @@ func Open(ctx context.Context, store zmap.Store, opts Options) (*Dataset, error)
 	d.ahead = newQueue(d.par)
 	w := &walker{d: d, sem: make(chan struct{}, d.par)}
 
+	if ok, err := w.openV3(ctx); ok || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		return d, nil
+	}
 	zgroup, err := w.getObject(ctx, ".zgroup")
 	if err != nil && !errors.Is(err, zmap.ErrNotFound) {
 		return nil, err

@@ -1,0 +1,264 @@
+package nczarr
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/nczarrfs/nczarrfs/nczarr/codec"
+	"github.com/nczarrfs/nczarrfs/zmap"
+)
+
+// shardSpec is a sharding_indexed codec: a shard holds a grid of inner
+// chunks, each encoded with the inner codecs, and an index of (offset,
+// length) uint64 pairs, one per inner chunk in C order, at the end or the
+// start of the shard, encoded with the index codecs. An inner chunk whose
+// pair is all ones is not stored: it reads as the fill value.
+//
+// A read never fetches a whole shard: it reads the index once (and caches
+// it), then exactly the byte ranges of the inner chunks it needs.
+type shardSpec struct {
+	chunks  []int64 // inner chunk shape
+	per     []int64 // inner chunks per shard, per dimension
+	n       int64   // inner chunks per shard
+	inner   *v3Pipeline
+	atStart bool // index_location "start"
+
+	indexBig   bool         // the index's bytes codec is big-endian
+	indexChain *codec.Chain // the index's bytes-to-bytes codecs (crc32c)
+	indexLen   int64        // stored size of the index
+}
+
+// emptyChunk is the offset and length of an inner chunk that is not stored.
+const emptyChunk = math.MaxUint64
+
+// parseShardSpec reads a sharding_indexed configuration for shards of the
+// given shape.
+func parseShardSpec(cfg json.RawMessage, shape []int64, dt DType) (*shardSpec, error) {
+	var c struct {
+		ChunkShape    []int64         `json:"chunk_shape"`
+		Codecs        json.RawMessage `json:"codecs"`
+		IndexCodecs   json.RawMessage `json:"index_codecs"`
+		IndexLocation string          `json:"index_location"`
+	}
+	if err := json.Unmarshal(cfg, &c); err != nil {
+		return nil, err
+	}
+	if len(c.ChunkShape) != len(shape) {
+		return nil, fmt.Errorf("chunk_shape %v does not match the shard shape %v", c.ChunkShape, shape)
+	}
+	s := &shardSpec{chunks: c.ChunkShape, per: make([]int64, len(shape)), n: 1}
+	for i, x := range c.ChunkShape {
+		if x <= 0 || shape[i]%x != 0 {
+			return nil, fmt.Errorf("chunk_shape %v does not divide the shard shape %v", c.ChunkShape, shape)
+		}
+		s.per[i] = shape[i] / x
+		s.n *= s.per[i]
+		if s.n > 1<<26 {
+			return nil, fmt.Errorf("more than %d inner chunks per shard", 1<<26)
+		}
+	}
+	switch c.IndexLocation {
+	case "", "end":
+	case "start":
+		s.atStart = true
+	default:
+		return nil, fmt.Errorf("index_location %q is not start or end", c.IndexLocation)
+	}
+	var codecs, indexCodecs any
+	if err := decodeJSON(c.Codecs, &codecs); err != nil {
+		return nil, fmt.Errorf("codecs: %w", err)
+	}
+	if err := decodeJSON(c.IndexCodecs, &indexCodecs); err != nil {
+		return nil, fmt.Errorf("index_codecs: %w", err)
+	}
+	inner, err := parseV3Codecs(codecs, "codecs")
+	if err != nil {
+		return nil, err
+	}
+	if s.inner, err = parseV3Pipeline(inner, c.ChunkShape, dt); err != nil {
+		return nil, err
+	}
+	index, err := parseV3Codecs(indexCodecs, "index_codecs")
+	if err != nil {
+		return nil, err
+	}
+	idx, err := parseV3Pipeline(index, append(append([]int64(nil), s.per...), 2), DType{Str: "uint64", Kind: 'u', Size: 8})
+	if err != nil {
+		return nil, fmt.Errorf("index_codecs: %w", err)
+	}
+	if len(idx.perms) > 0 || idx.shard != nil {
+		return nil, fmt.Errorf("index_codecs: only bytes and crc32c are supported")
+	}
+	s.indexBig, s.indexChain = idx.bigEndian, idx.chain
+	s.indexLen = 16 * s.n
+	for _, step := range idx.chain.Steps() {
+		if step.ID != "crc32c" {
+			return nil, fmt.Errorf("index_codecs: %s is not a fixed-size codec (only crc32c is)", step.ID)
+		}
+		s.indexLen += 4
+	}
+	return s, nil
+}
+
+// shardIndex is a decoded index: 2 uint64 (offset, length) per inner chunk.
+type shardIndex []byte
+
+func (x shardIndex) entry(i int64) (off, n uint64) {
+	return binary.LittleEndian.Uint64(x[16*i:]), binary.LittleEndian.Uint64(x[16*i+8:])
+}
+
+// region is a byte range [off, off+n) of a stored object; n < 0 means
+// up to the end of the object.
+type region struct {
+	key string
+	off int64
+	n   int64
+}
+
+// innerKey is the key under which the read path knows an inner chunk of a
+// sharded array: the shard's key, "@", and the inner chunk's index in the
+// array's grid of (innermost) chunks.
+func innerKey(shard string, idx []int64) string {
+	b := []byte(shard)
+	b = append(b, '@')
+	for i, x := range idx {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, x, 10)
+	}
+	return string(b)
+}
+
+// parseInnerKey undoes innerKey.
+func parseInnerKey(key string, rank int) (shard string, idx []int64, err error) {
+	at := strings.LastIndexByte(key, '@')
+	if at < 0 {
+		return "", nil, fmt.Errorf("%q is no inner chunk key", key)
+	}
+	var parts []string
+	if rank > 0 {
+		parts = strings.Split(key[at+1:], ",")
+	}
+	if len(parts) != rank {
+		return "", nil, fmt.Errorf("%q is no inner chunk key", key)
+	}
+	idx = make([]int64, rank)
+	for i, p := range parts {
+		if idx[i], err = strconv.ParseInt(p, 10, 64); err != nil {
+			return "", nil, fmt.Errorf("%q is no inner chunk key", key)
+		}
+	}
+	return key[:at], idx, nil
+}
+
+// locateInner finds the stored bytes of the inner chunk with index idx
+// in the array's grid of innermost chunks, inside the shard object key,
+// descending through nested shards. ok is false when the chunk is not
+// stored (its shard is missing, or the index says empty).
+func (a *Array) locateInner(ctx context.Context, key string, idx []int64) (r region, leaf *v3Pipeline, ok bool, err error) {
+	v := a.v3
+	rank := len(idx)
+	// rel is the chunk's first element, relative to the current level's
+	// shard.
+	rel := make([]int64, rank)
+	for d := range rank {
+		rel[d] = (idx[d] * a.Meta.Chunks[d]) % v.gridShape[d]
+	}
+	r = region{key: key, n: -1}
+	p := v.pipe
+	for p.shard != nil {
+		s := p.shard
+		index, err := a.shardIndex(ctx, s, r)
+		if err != nil || index == nil {
+			return region{}, nil, false, err
+		}
+		lin := int64(0)
+		for d := range rank {
+			lin = lin*s.per[d] + rel[d]/s.chunks[d]
+			rel[d] %= s.chunks[d]
+		}
+		off, n := index.entry(lin)
+		if off == emptyChunk && n == emptyChunk {
+			return region{}, nil, false, nil
+		}
+		if off > math.MaxInt64/2 || n > maxChunkBytes {
+			return region{}, nil, false, fmt.Errorf("shard %s: %w: index entry %d is (%d, %d)", key, codec.ErrCorrupt, lin, off, n)
+		}
+		if r.n >= 0 && int64(off+n) > r.n {
+			return region{}, nil, false, fmt.Errorf("shard %s: %w: index entry %d (%d, %d) is beyond the shard's %d bytes", key, codec.ErrCorrupt, lin, off, n, r.n)
+		}
+		r = region{key: key, off: r.off + int64(off), n: int64(n)}
+		p = s.inner
+	}
+	return r, p, true, nil
+}
+
+// shardIndex returns the decoded index of the shard stored in r, from the
+// cache when there is one; nil when the shard is not stored.
+func (a *Array) shardIndex(ctx context.Context, s *shardSpec, r region) (shardIndex, error) {
+	load := func(ctx context.Context) ([]byte, error) { return a.loadShardIndex(ctx, s, r) }
+	if a.d.cache == nil {
+		return load(ctx)
+	}
+	// The index is cached like a chunk, under a key no chunk has. A nested
+	// shard may start where its outer one does: the length tells them apart.
+	return a.d.cache.Get(ctx, fmt.Sprintf("%s#index@%d+%d", r.key, r.off, r.n), load)
+}
+
+func (a *Array) loadShardIndex(ctx context.Context, s *shardSpec, r region) ([]byte, error) {
+	if r.n < 0 {
+		size, err := a.d.store.Size(ctx, r.key)
+		if err != nil {
+			if isNotFound(err) {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("shard %s: %w", r.key, err)
+		}
+		r.n = size
+	}
+	if r.n < s.indexLen {
+		return nil, fmt.Errorf("shard %s: %w: %d bytes cannot hold an index of %d", r.key, codec.ErrCorrupt, r.n, s.indexLen)
+	}
+	off := r.off
+	if !s.atStart {
+		off += r.n - s.indexLen
+	}
+	raw := make([]byte, s.indexLen)
+	if err := a.readFull(ctx, r.key, raw, off); err != nil {
+		if isNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("shard %s: index: %w", r.key, err)
+	}
+	index, err := s.indexChain.DecodeInto(nil, raw, int(16*s.n))
+	if err != nil {
+		return nil, fmt.Errorf("shard %s: index: %w", r.key, err)
+	}
+	if s.indexBig {
+		swapBytes(index, 8)
+	}
+	return index, nil
+}
+
+// readFull reads exactly len(p) bytes of key at off; a short object is
+// corrupt.
+func (a *Array) readFull(ctx context.Context, key string, p []byte, off int64) error {
+	n, err := a.d.store.ReadAt(ctx, key, p, off)
+	if n == len(p) && (err == nil || err == io.EOF) {
+		return nil
+	}
+	if err == nil || err == io.EOF {
+		return fmt.Errorf("%w: %d bytes at %d, want %d", codec.ErrCorrupt, n, off, len(p))
+	}
+	return err
+}
+
+func isNotFound(err error) bool { return errors.Is(err, zmap.ErrNotFound) }

@@ -1,0 +1,231 @@
+package nczarr_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/nczarrfs/nczarrfs/cache"
+	"github.com/nczarrfs/nczarrfs/internal/testenv"
+	"github.com/nczarrfs/nczarrfs/nczarr"
+	"github.com/nczarrfs/nczarrfs/zmap/file"
+)
+
+// v3Manifest is test/fixtures/gen_v3.mjs's manifest.json.
+type v3Manifest struct {
+	Datasets []struct {
+		Name   string `json:"name"`
+		Tree   string `json:"tree"`
+		Arrays []struct {
+			Path     string  `json:"path"`
+			DType    string  `json:"dtype"`
+			DataType string  `json:"data_type"`
+			Shape    []int64 `json:"shape"`
+			Itemsize int     `json:"itemsize"`
+			Expected string  `json:"expected"`
+			Error    bool    `json:"error"`
+		} `json:"arrays"`
+	} `json:"datasets"`
+}
+
+var (
+	v3Once sync.Once
+	v3Dir  string
+	v3Err  error
+)
+
+// zarritaFixtures writes the Zarr v3 fixtures with zarrita (installed by
+// scripts/install-zarrita.sh) once per test process and returns their
+// folder and manifest. Without node or the npm registry the test skips
+// with the reason, or fails under make test.
+func zarritaFixtures(t *testing.T) (string, v3Manifest) {
+	t.Helper()
+	v3Once.Do(func() {
+		v3Dir, v3Err = genV3(filepath.Join(os.TempDir(), fmt.Sprintf("nczarr-v3-test-%d", os.Getpid())))
+	})
+	testenv.Require(t, "zarrita (node, npm: scripts/install-zarrita.sh)", v3Err)
+	var m v3Manifest
+	raw, err := os.ReadFile(filepath.Join(v3Dir, "manifest.json"))
+	if err == nil {
+		err = json.Unmarshal(raw, &m)
+	}
+	if err != nil || len(m.Datasets) == 0 {
+		t.Fatalf("gen_v3.mjs manifest: %v (%d datasets)", err, len(m.Datasets))
+	}
+	return v3Dir, m
+}
+
+func genV3(out string) (string, error) {
+	if _, err := exec.LookPath("node"); err != nil {
+		return "", err
+	}
+	mods, err := exec.Command("../scripts/install-zarrita.sh").Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			err = fmt.Errorf("%w: %s", err, ee.Stderr)
+		}
+		return "", err
+	}
+	if err := os.RemoveAll(out); err != nil {
+		return "", err
+	}
+	cmd := exec.Command("node", "../test/fixtures/gen_v3.mjs", out)
+	cmd.Env = append(os.Environ(), "NCZARRFS_NODE_MODULES="+strings.TrimSpace(string(mods)))
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		// zarrita is installed, so a failing generator is a failure.
+		panic(fmt.Sprintf("gen_v3.mjs: %v\n%s", err, msg))
+	}
+	return out, nil
+}
+
+// TestV3Fixtures opens every dataset zarrita wrote and reads every array
+// whole, in pieces and sequentially through a small cache; each must equal
+// zarrita's own reading. The arrays meant to fail must fail every read.
+func TestV3Fixtures(t *testing.T) {
+	dir, m := zarritaFixtures(t)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	ctx := context.Background()
+	for _, ds := range m.Datasets {
+		t.Run(ds.Name, func(t *testing.T) {
+			store, err := file.Open(filepath.Join(dir, ds.Tree))
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := nczarr.Open(ctx, store, nczarr.Options{Cache: cache.New(64 << 10)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(d.Generation), "v3") {
+				t.Errorf("generation %q, want a v3 one", d.Generation)
+			}
+			listed := map[string]bool{}
+			for _, p := range d.Arrays() {
+				listed[p] = true
+			}
+			for _, want := range ds.Arrays {
+				t.Run(want.Path, func(t *testing.T) {
+					a := d.Array(want.Path)
+					if a == nil || !listed[want.Path] {
+						t.Fatalf("array %q not found; arrays %q", want.Path, d.Arrays())
+					}
+					if want.Error {
+						buf := make([]byte, a.Size()+1)
+						if _, err := a.ReadAt(ctx, buf, 0); err == nil || err == io.EOF {
+							t.Errorf("reading all of it gave %v, want an error", err)
+						} else {
+							t.Logf("fails as it should: %v", err)
+						}
+						return
+					}
+					if a.Err != nil {
+						t.Fatal(a.Err)
+					}
+					exp, err := os.ReadFile(filepath.Join(dir, want.Expected))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if a.Size() != int64(len(exp)) || a.ItemSize != want.Itemsize {
+						t.Fatalf("size %d itemsize %d, want %d and %d", a.Size(), a.ItemSize, len(exp), want.Itemsize)
+					}
+					if fmt.Sprint(a.Meta.Shape) != fmt.Sprint(want.Shape) {
+						t.Errorf("shape %v, want %v", a.Meta.Shape, want.Shape)
+					}
+					if a.Meta.DType.Str[1:] != want.DType[1:] {
+						t.Errorf("dtype %q, want %q", a.Meta.DType.Str, want.DType)
+					}
+					got := make([]byte, len(exp))
+					n, err := a.ReadAt(ctx, got, 0)
+					if n != len(exp) || (err != nil && err != io.EOF) {
+						t.Fatalf("ReadAt = %d, %v", n, err)
+					}
+					if !sameElems(want.DType, got, exp) {
+						t.Fatalf("data differs from zarrita's%s", diffAt(got, exp))
+					}
+					// Pieces that cross chunk (and shard) boundaries.
+					for _, step := range []int{1, 7, 100, 4093} {
+						clear(got)
+						for off := 0; off < len(exp); off += step {
+							if _, err := a.ReadAt(ctx, got[off:min(off+step, len(exp))], int64(off)); err != nil && err != io.EOF {
+								t.Fatalf("ReadAt(%d bytes at %d): %v", step, off, err)
+							}
+						}
+						if !sameElems(want.DType, got, exp) {
+							t.Fatalf("reads of %d bytes differ from zarrita's%s", step, diffAt(got, exp))
+						}
+					}
+					// Sequentially, with read-ahead.
+					r := a.NewReader()
+					clear(got)
+					for off := 0; off < len(exp); off += 512 {
+						if _, err := r.ReadAt(ctx, got[off:min(off+512, len(exp))], int64(off)); err != nil && err != io.EOF {
+							t.Fatalf("Reader.ReadAt(512 at %d): %v", off, err)
+						}
+					}
+					if !sameElems(want.DType, got, exp) {
+						t.Fatalf("sequential reads differ from zarrita's%s", diffAt(got, exp))
+					}
+				})
+			}
+		})
+	}
+}
+
+// sameElems compares data files; in float and complex data a NaN matches
+// any NaN (a fill "NaN" has no payload, and the tools disagree on one).
+func sameElems(dtype string, got, want []byte) bool {
+	if bytes.Equal(got, want) {
+		return true
+	}
+	if len(got) != len(want) || len(dtype) < 3 {
+		return false
+	}
+	var part int
+	fmt.Sscan(dtype[2:], &part)
+	switch dtype[1] {
+	case 'f':
+	case 'c':
+		part /= 2
+	default:
+		return false
+	}
+	nan := func(b []byte) bool {
+		switch len(b) {
+		case 2:
+			v := binary.LittleEndian.Uint16(b)
+			return v&0x7c00 == 0x7c00 && v&0x03ff != 0
+		case 4:
+			return math.IsNaN(float64(math.Float32frombits(binary.LittleEndian.Uint32(b))))
+		case 8:
+			return math.IsNaN(math.Float64frombits(binary.LittleEndian.Uint64(b)))
+		}
+		return false
+	}
+	for i := 0; i+part <= len(got); i += part {
+		g, w := got[i:i+part], want[i:i+part]
+		if !bytes.Equal(g, w) && !(nan(g) && nan(w)) {
+			return false
+		}
+	}
+	return true
+}
+
+func diffAt(got, want []byte) string {
+	for i := range min(len(got), len(want)) {
+		if got[i] != want[i] {
+			return fmt.Sprintf(": first at byte %d (got % x, want % x)", i, got[i:min(i+8, len(got))], want[i:min(i+8, len(want))])
+		}
+	}
+	return fmt.Sprintf(": %d vs %d bytes", len(got), len(want))
+}
