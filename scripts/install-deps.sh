@@ -13,6 +13,7 @@ run_only=false
 packages=(fuse3 jq)
 if ! $run_only; then
   packages+=(netcdf-bin python3-zarr python3-numcodecs python3-xarray python3-netcdf4 python3-h5py hdf5-filter-plugin zip python3-crc32c python3-msgpack)
+  packages+=(nodejs npm) # zarrita, the Zarr v3 reference: scripts/install-zarrita.sh
 fi
 
 missing=()
@@ -29,3 +30,4 @@ fi
 
 command -v go >/dev/null || { echo "Go is not installed (https://go.dev/dl/)" >&2; exit 1; }
 go mod download
+$run_only || "$(dirname "$0")/install-zarrita.sh" >/dev/null
