@@ -43,6 +43,7 @@ type Array struct {
 	fillOnce   sync.Once
 	fillChunk  []byte
 	v3         *v3Array // set for Zarr v3 arrays (v3array.go)
+	objects    *objects // set for dtype "|O" (vlen.go)
 }
 
 func newArray(d *Dataset, path string, zarray []byte, zattrs, v1 object) *Array {
@@ -66,6 +67,10 @@ func newArray(d *Dataset, path string, zarray []byte, zattrs, v1 object) *Array 
 	a.Scalar = info.Scalar
 	if !a.Scalar {
 		a.DimNames = dimNames(info.DimRefs, zattrs, meta.Shape)
+	}
+	if meta.DType.Kind == 'O' {
+		a.initObjects(zo)
+		return a
 	}
 
 	a.ItemSize = meta.DType.Size
