@@ -144,6 +144,9 @@ func internalAttr(name string) bool {
 // out; _NCProperties and _FillValue, which netCDF shows, are kept. A
 // group or array without attributes has none (nil, nil).
 func (d *Dataset) Attrs(ctx context.Context, path string) ([]Attr, error) {
+	if d.isV3() {
+		return d.attrsV3(ctx, path)
+	}
 	key := zmap.Join(path, ".zattrs")
 	data, err := d.store.Get(ctx, key)
 	if errors.Is(err, zmap.ErrNotFound) && d.Consolidated {
@@ -390,6 +393,9 @@ func (d *Dataset) Layout(ctx context.Context, path string) (Layout, error) {
 		return Layout{}, fmt.Errorf("%q: no such group", path)
 	}
 	def := Layout{Arrays: g.Arrays, Groups: g.Groups}
+	if d.isV3() {
+		return d.layoutV3(ctx, path, def)
+	}
 	if d.Generation == PureZarr {
 		return def, nil
 	}

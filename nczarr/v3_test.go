@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/nczarrfs/nczarrfs/cache"
@@ -39,36 +38,30 @@ type v3Manifest struct {
 	} `json:"datasets"`
 }
 
-var (
-	v3Once sync.Once
-	v3Dir  string
-	v3Err  error
-)
-
 // zarritaFixtures writes the Zarr v3 fixtures with zarrita (installed by
-// scripts/install-zarrita.sh) once per test process and returns their
-// folder and manifest. Without node or the npm registry the test skips
-// with the reason, or fails under make test.
+// scripts/install-zarrita.sh) into a folder of the test and returns it and
+// the manifest. Without node or the npm registry the test skips with the
+// reason, or fails under make test.
 func zarritaFixtures(t *testing.T) (string, v3Manifest) {
 	t.Helper()
-	v3Once.Do(func() {
-		v3Dir, v3Err = genV3(filepath.Join(os.TempDir(), fmt.Sprintf("nczarr-v3-test-%d", os.Getpid())))
-	})
-	testenv.Require(t, "zarrita (node, npm: scripts/install-zarrita.sh)", v3Err)
+	dir := t.TempDir()
+	testenv.Require(t, "zarrita (node, npm: scripts/install-zarrita.sh)", genV3(t, dir))
 	var m v3Manifest
-	raw, err := os.ReadFile(filepath.Join(v3Dir, "manifest.json"))
+	raw, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
 	if err == nil {
 		err = json.Unmarshal(raw, &m)
 	}
 	if err != nil || len(m.Datasets) == 0 {
 		t.Fatalf("gen_v3.mjs manifest: %v (%d datasets)", err, len(m.Datasets))
 	}
-	return v3Dir, m
+	return dir, m
 }
 
-func genV3(out string) (string, error) {
+// genV3 runs gen_v3.mjs into out. It returns why zarrita cannot run, and
+// fails t when the generator itself fails.
+func genV3(t *testing.T, out string) error {
 	if _, err := exec.LookPath("node"); err != nil {
-		return "", err
+		return err
 	}
 	mods, err := exec.Command("../scripts/install-zarrita.sh").Output()
 	if err != nil {
@@ -76,18 +69,14 @@ func genV3(out string) (string, error) {
 		if errors.As(err, &ee) {
 			err = fmt.Errorf("%w: %s", err, ee.Stderr)
 		}
-		return "", err
-	}
-	if err := os.RemoveAll(out); err != nil {
-		return "", err
+		return err
 	}
 	cmd := exec.Command("node", "../test/fixtures/gen_v3.mjs", out)
 	cmd.Env = append(os.Environ(), "NCZARRFS_NODE_MODULES="+strings.TrimSpace(string(mods)))
 	if msg, err := cmd.CombinedOutput(); err != nil {
-		// zarrita is installed, so a failing generator is a failure.
-		panic(fmt.Sprintf("gen_v3.mjs: %v\n%s", err, msg))
+		t.Fatalf("gen_v3.mjs: %v\n%s", err, msg)
 	}
-	return out, nil
+	return nil
 }
 
 // TestV3Fixtures opens every dataset zarrita wrote and reads every array
@@ -95,7 +84,6 @@ func genV3(out string) (string, error) {
 // zarrita's own reading. The arrays meant to fail must fail every read.
 func TestV3Fixtures(t *testing.T) {
 	dir, m := zarritaFixtures(t)
-	t.Cleanup(func() { os.RemoveAll(dir) })
 	ctx := context.Background()
 	for _, ds := range m.Datasets {
 		t.Run(ds.Name, func(t *testing.T) {
@@ -228,4 +216,102 @@ func diffAt(got, want []byte) string {
 		}
 	}
 	return fmt.Sprintf(": %d vs %d bytes", len(got), len(want))
+}
+
+// openV3Fixture opens one of the zarrita datasets from its directory.
+func openV3Fixture(t *testing.T, name string, opts nczarr.Options) (*nczarr.Dataset, string) {
+	t.Helper()
+	dir, _ := zarritaFixtures(t)
+	tree := filepath.Join(dir, name+".zarr")
+	store, err := file.Open(tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := nczarr.Open(context.Background(), store, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, tree
+}
+
+// TestV3NCZarr reads NCZarr's v3 annotations (spec appendix E) from the
+// dataset gen_v3.mjs annotates: the superblock, _nczarr_group's
+// dimensions and order, dimension_references, type_alias and
+// _nczarr_attrs; and, for pure Zarr v3, dimension_names and attributes.
+func TestV3NCZarr(t *testing.T) {
+	ctx := context.Background()
+	d, _ := openV3Fixture(t, "v3-nczarr", nczarr.Options{})
+	if d.Generation != nczarr.NCZarrV3 {
+		t.Errorf("generation %q, want %q", d.Generation, nczarr.NCZarrV3)
+	}
+	l, err := d.Layout(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(l.Dims, l.Arrays, l.Groups); got != "[{time {6 true}} {x {4 false}}] [temp name label] [sub]" {
+		t.Errorf("root layout %s", got)
+	}
+	if g := d.Group("sub"); g == nil || fmt.Sprint(g.Arrays, g.Groups) != "[sub/v] []" {
+		t.Errorf("group sub %+v: only what _nczarr_group lists", g)
+	}
+	for path, want := range map[string]string{
+		"temp":  "[time x] <f4",
+		"name":  "[x _Anonymous_Dimension_5] |S1",
+		"label": "[x] |S4",
+		"sub/v": "[x] <i4",
+	} {
+		a := d.Array(path)
+		if got := fmt.Sprint(a.DimNames, " ", a.Meta.DType.Str); got != want {
+			t.Errorf("%s: dimensions and dtype %s, want %s", path, got, want)
+		}
+	}
+	attrs, err := d.Attrs(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, a := range attrs {
+		got = append(got, a.Name+":"+a.Type+"="+compact(a.Value))
+	}
+	if s := strings.Join(got, " "); s != `title:char="nczarr v3" scale:float=[1.5,2] count:short=3 meta:json={"a":[1,2]}` {
+		t.Errorf("root attributes %s", s)
+	}
+
+	d, _ = openV3Fixture(t, "v3-basic", nczarr.Options{})
+	if d.Generation != nczarr.ZarrV3 {
+		t.Errorf("generation %q, want %q", d.Generation, nczarr.ZarrV3)
+	}
+	if a := d.Array("meta/named"); fmt.Sprint(a.DimNames) != "[y _Anonymous_Dimension_3]" {
+		t.Errorf("meta/named dimensions %q, want dimension_names with the null one anonymous", a.DimNames)
+	}
+	attrs, err = d.Attrs(ctx, "meta/named")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = got[:0]
+	for _, a := range attrs {
+		got = append(got, a.Name+":"+a.Type+"="+compact(a.Value))
+	}
+	if s := strings.Join(got, " "); s != `units:char="K" scale:json=[1,"Infinity"]` {
+		t.Errorf("meta/named attributes %s", s)
+	}
+	l, err = d.Layout(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dims []string
+	for _, x := range l.Dims {
+		dims = append(dims, fmt.Sprint(x.Name, "=", x.Size))
+	}
+	if !strings.Contains(strings.Join(dims, " "), "y=4 _zdim_3=3") {
+		t.Errorf("root dimensions of pure Zarr v3 %q lack meta/named's y=4 _zdim_3=3", dims)
+	}
+}
+
+func compact(raw []byte) string {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return string(raw)
+	}
+	return b.String()
 }

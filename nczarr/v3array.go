@@ -96,6 +96,9 @@ func (a *Array) initV3(doc object) error {
 	if a.fill, err = v3Fill(dt, doc["fill_value"]); err != nil {
 		return err
 	}
+	if err := a.typeAlias(attrs); err != nil {
+		return err
+	}
 	n, ok := product(shape)
 	a.chunkElems, _ = product(chunks)
 	if !ok || n > math.MaxInt64/int64(a.ItemSize) {
@@ -302,4 +305,23 @@ func numpyDType(d DType) string {
 		order = '>'
 	}
 	return fmt.Sprintf("%c%c%d", order, d.Kind, d.Size)
+}
+
+// typeAlias applies NCZarr's _nczarr_array type_alias (spec appendix E):
+// "char" on uint8 and "string" on r<8n> make the array netCDF's char and
+// fixed-size string, |S1 and |Sn; the bytes stay as stored. "json" (on
+// uint8) changes nothing.
+func (a *Array) typeAlias(attrs object) error {
+	alias, _ := attrs.obj("_nczarr_array")["type_alias"].(string)
+	dt := &a.Meta.DType
+	switch {
+	case alias == "" || alias == "json":
+	case alias == "char" && dt.Kind == 'u' && dt.Size == 1,
+		alias == "string" && dt.Kind == 'V':
+		dt.Kind = 'S'
+		dt.Str = fmt.Sprintf("|S%d", dt.Size)
+	default:
+		return fmt.Errorf("_nczarr_array type_alias %q does not fit data_type %s", alias, dt.Str)
+	}
+	return nil
 }
