@@ -29,7 +29,8 @@ func catCommand() *cli.Command {
 		ArgsUsage: "SOURCE ARRAY",
 		Description: `Writes every element of ARRAY in C order, little-endian (what <array>/data
 holds in a mount) to stdout or to FILE, reading through the same decoder and
-chunk cache as a mount. --npy writes a NumPy .npy file instead (what
+chunk cache as a mount. An array of variable-length objects (dtype "|O",
+such as strings) is written as JSON instead (what <array>/data.json holds). --npy writes a NumPy .npy file instead (what
 <array>/data.npy holds). On a terminal, long arrays show a progress bar with
 the throughput on stderr; there is none when stderr is not a terminal.
 
@@ -63,6 +64,9 @@ func runCat(c *cli.Context) error {
 	if a.Err != nil {
 		return fmt.Errorf("%s cannot be read: %w", name, a.Err)
 	}
+	if a.Objects() && c.Bool("npy") {
+		return fmt.Errorf("%s holds variable-length objects, which have no .npy form; without --npy cat writes them as JSON", name)
+	}
 
 	var w io.Writer = c.App.Writer
 	var f *os.File
@@ -72,7 +76,11 @@ func runCat(c *cli.Context) error {
 		}
 		w = f
 	}
-	err = writeArray(ctx, w, a, c.Bool("npy"), newProgress(os.Stderr, a.Size()))
+	if a.Objects() {
+		err = writeJSON(ctx, w, a)
+	} else {
+		err = writeArray(ctx, w, a, c.Bool("npy"), newProgress(os.Stderr, a.Size()))
+	}
 	if f != nil {
 		if cerr := f.Close(); err == nil {
 			err = cerr
@@ -117,6 +125,17 @@ func writeArray(ctx context.Context, w io.Writer, a *nczarr.Array, npy bool, p *
 		}
 	}
 	return nil
+}
+
+// writeJSON writes the elements of an object array as JSON, what
+// <array>/data.json holds in a mount.
+func writeJSON(ctx context.Context, w io.Writer, a *nczarr.Array) error {
+	doc, err := a.JSON(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(doc)
+	return err
 }
 
 // progress draws a progress bar with throughput on a terminal. A nil
