@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 )
 
 // Distinguished errors. Backends wrap them (with %w) so that callers test
@@ -34,6 +35,10 @@ type Entry struct {
 	Dir bool
 	// Size is the object's size in bytes; 0 for a Dir entry.
 	Size int64
+	// ModTime is when the object was last written, as the store records
+	// it (a file's mtime, a zip entry's time, S3's LastModified in whole
+	// seconds); zero for a Dir entry, or when the store records none.
+	ModTime time.Time
 }
 
 // Store is a read-only dataset store.
@@ -54,6 +59,10 @@ type Store interface {
 
 	// Size returns the size of the object stored under key.
 	Size(ctx context.Context, key string) (int64, error)
+
+	// Stat returns the Entry of the object stored under key: its last
+	// key segment, size and modification time, the same as Search lists.
+	Stat(ctx context.Context, key string) (Entry, error)
 
 	// Search returns the immediate children of prefix ("" is the root),
 	// sorted by name: every name such that prefix/name is an object or a

@@ -16,6 +16,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -114,20 +115,30 @@ func (s *Store) ReadAt(ctx context.Context, key string, p []byte, off int64) (in
 
 // Size returns the size of the file named by key.
 func (s *Store) Size(ctx context.Context, key string) (int64, error) {
+	e, err := s.stat(ctx, "size", key)
+	return e.Size, err
+}
+
+// Stat returns the size and modification time of the file named by key.
+func (s *Store) Stat(ctx context.Context, key string) (zmap.Entry, error) {
+	return s.stat(ctx, "stat", key)
+}
+
+func (s *Store) stat(ctx context.Context, op, key string) (zmap.Entry, error) {
 	if err := ctx.Err(); err != nil {
-		return 0, fmt.Errorf("file: size %q: %w", key, err)
+		return zmap.Entry{}, fmt.Errorf("file: %s %q: %w", op, key, err)
 	}
 	if !zmap.ValidKey(key) {
-		return 0, invalidKey("size", key)
+		return zmap.Entry{}, invalidKey(op, key)
 	}
 	fi, err := s.root.Stat(filepath.FromSlash(key))
 	if err != nil {
-		return 0, s.mapErr("size", key, err)
+		return zmap.Entry{}, s.mapErr(op, key, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return 0, fmt.Errorf("file: size %q: not a regular file: %w", key, zmap.ErrNotFound)
+		return zmap.Entry{}, fmt.Errorf("file: %s %q: not a regular file: %w", op, key, zmap.ErrNotFound)
 	}
-	return fi.Size(), nil
+	return zmap.Entry{Name: path.Base(key), Size: fi.Size(), ModTime: fi.ModTime()}, nil
 }
 
 // Search lists the directory named by prefix. A prefix that names no
@@ -193,7 +204,7 @@ func (s *Store) Search(ctx context.Context, prefix string) ([]zmap.Entry, error)
 		case fi.IsDir():
 			entries = append(entries, zmap.Entry{Name: de.Name(), Dir: true})
 		case fi.Mode().IsRegular():
-			entries = append(entries, zmap.Entry{Name: de.Name(), Size: fi.Size()})
+			entries = append(entries, zmap.Entry{Name: de.Name(), Size: fi.Size(), ModTime: fi.ModTime()})
 		}
 	}
 	// File.ReadDir returns directory order; zmap wants names sorted.

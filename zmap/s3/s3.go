@@ -24,6 +24,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -421,9 +422,16 @@ func rangeBounds(cr string) (start, end int64, err error) {
 
 // Size returns the size of the object stored under key (HeadObject).
 func (s *Store) Size(ctx context.Context, key string) (int64, error) {
+	e, err := s.Stat(ctx, key)
+	return e.Size, err
+}
+
+// Stat returns the size and LastModified of the object stored under key
+// (HeadObject).
+func (s *Store) Stat(ctx context.Context, key string) (zmap.Entry, error) {
 	ctx = withLastAnswer(ctx)
 	if err := checkKey(key); err != nil {
-		return 0, err
+		return zmap.Entry{}, err
 	}
 	rctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
@@ -432,12 +440,21 @@ func (s *Store) Size(ctx context.Context, key string) (int64, error) {
 		Key:    aws.String(s.loc.key(key)),
 	})
 	if err != nil {
-		return 0, s.mapErr(ctx, "HeadObject", key, err)
+		return zmap.Entry{}, s.mapErr(ctx, "HeadObject", key, err)
 	}
 	if out.ContentLength == nil {
-		return 0, s.mapErr(ctx, "HeadObject", key, errors.New("no Content-Length in the answer"))
+		return zmap.Entry{}, s.mapErr(ctx, "HeadObject", key, errors.New("no Content-Length in the answer"))
 	}
-	return *out.ContentLength, nil
+	return zmap.Entry{Name: path.Base(key), Size: *out.ContentLength, ModTime: modTime(out.LastModified)}, nil
+}
+
+// modTime is an object's LastModified in whole seconds, as HeadObject
+// reports it (ListObjectsV2 has milliseconds), so that both agree.
+func modTime(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC().Truncate(time.Second)
 }
 
 // Search lists the immediate children of prefix with ListObjectsV2 and
@@ -484,7 +501,7 @@ func (s *Store) Search(ctx context.Context, prefix string) ([]zmap.Entry, error)
 			add(zmap.Entry{Name: name, Dir: true})
 		}
 		for _, o := range page.Contents {
-			add(zmap.Entry{Name: strings.TrimPrefix(aws.ToString(o.Key), lp), Size: aws.ToInt64(o.Size)})
+			add(zmap.Entry{Name: strings.TrimPrefix(aws.ToString(o.Key), lp), Size: aws.ToInt64(o.Size), ModTime: modTime(o.LastModified)})
 		}
 	}
 	slices.SortFunc(entries, func(a, b zmap.Entry) int { return strings.Compare(a.Name, b.Name) })

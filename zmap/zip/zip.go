@@ -18,6 +18,7 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -218,7 +219,7 @@ func (s *Store) build(files []*stdzip.File) error {
 		for name, isDir := range kids {
 			e := zmap.Entry{Name: name, Dir: isDir}
 			if !isDir {
-				e.Size = int64(s.objects[zmap.Join(prefix, name)].f.UncompressedSize64)
+				e = s.objects[zmap.Join(prefix, name)].entry(name)
 			}
 			entries = append(entries, e)
 		}
@@ -342,6 +343,22 @@ func (s *Store) Size(ctx context.Context, key string) (int64, error) {
 		return 0, err
 	}
 	return int64(o.f.UncompressedSize64), nil
+}
+
+// Stat returns the uncompressed size and the time of the entry key.
+func (s *Store) Stat(ctx context.Context, key string) (zmap.Entry, error) {
+	o, err := s.lookup(ctx, "stat", key)
+	if err != nil {
+		return zmap.Entry{}, err
+	}
+	return o.entry(path.Base(key)), nil
+}
+
+// entry describes o under the name name. An entry's time is its extended
+// timestamp when it has one, else its MS-DOS date and time, which have no
+// time zone and are taken as UTC.
+func (o *object) entry(name string) zmap.Entry {
+	return zmap.Entry{Name: name, Size: int64(o.f.UncompressedSize64), ModTime: o.f.Modified}
 }
 
 // Search returns the children of prefix from the tree built at open.

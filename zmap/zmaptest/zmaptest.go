@@ -103,6 +103,8 @@ func Objects() map[string][]byte {
 //     memory.
 //   - Search lists children sorted by name as Go compares strings (bytes),
 //     so "a" (a prefix) sorts before "a-b" and "a.b".
+//   - Every object has a modification time, and Stat returns exactly the
+//     Entry that Search lists for it; Dir entries have none.
 func Run(t *testing.T, open OpenFunc) {
 	t.Helper()
 	objects := Objects()
@@ -110,6 +112,7 @@ func Run(t *testing.T, open OpenFunc) {
 
 	t.Run("Get", func(t *testing.T) { testGet(t, store, objects) })
 	t.Run("Size", func(t *testing.T) { testSize(t, store, objects) })
+	t.Run("Stat", func(t *testing.T) { testStat(t, store, objects) })
 	t.Run("ReadAt", func(t *testing.T) { testReadAt(t, store, objects) })
 	t.Run("ReadAtRandom", func(t *testing.T) { testReadAtRandom(t, store, objects) })
 	t.Run("IOTest", func(t *testing.T) { testIOTest(t, store, objects) })
@@ -171,6 +174,36 @@ func testSize(t *testing.T, s zmap.Store, objects map[string][]byte) {
 		}
 		if want := int64(len(objects[key])); got != want {
 			t.Errorf("Size(%q) = %d, want %d", key, got, want)
+		}
+	}
+}
+
+// testStat checks that Stat agrees with Size and with the entry Search
+// lists, modification time included, and that every object has one.
+func testStat(t *testing.T, s zmap.Store, objects map[string][]byte) {
+	ctx := context.Background()
+	listed := map[string]zmap.Entry{}
+	for _, prefix := range prefixes(objects) {
+		entries, err := s.Search(ctx, prefix)
+		if err != nil {
+			t.Fatalf("Search(%q): %v", prefix, err)
+		}
+		for _, e := range entries {
+			listed[zmap.Join(prefix, e.Name)] = e
+		}
+	}
+	for _, key := range sortedKeys(objects) {
+		got, err := s.Stat(ctx, key)
+		if err != nil {
+			t.Errorf("Stat(%q): %v", key, err)
+			continue
+		}
+		name := key[strings.LastIndexByte(key, '/')+1:]
+		if got.Name != name || got.Dir || got.Size != int64(len(objects[key])) || got.ModTime.IsZero() {
+			t.Errorf("Stat(%q) = %+v, want name %q, size %d and a modification time", key, got, name, len(objects[key]))
+		}
+		if e := listed[key]; !e.ModTime.Equal(got.ModTime) || e.Size != got.Size || e.Name != got.Name || e.Dir {
+			t.Errorf("Stat(%q) = %+v, but Search lists %+v", key, got, e)
 		}
 	}
 }
@@ -306,6 +339,16 @@ func expectedEntries(objects map[string][]byte, prefix string) []zmap.Entry {
 	return slices.SortedFunc(maps.Values(children), func(a, b zmap.Entry) int { return strings.Compare(a.Name, b.Name) })
 }
 
+// WithoutTimes returns entries with their ModTime cleared, to compare
+// them with entries built from an object set, which has no times.
+func WithoutTimes(entries []zmap.Entry) []zmap.Entry {
+	out := slices.Clone(entries)
+	for i := range out {
+		out[i].ModTime = time.Time{}
+	}
+	return out
+}
+
 // prefixes returns every directory prefix of the object set, "" included.
 func prefixes(objects map[string][]byte) []string {
 	set := map[string]bool{"": true}
@@ -327,7 +370,13 @@ func testSearch(t *testing.T, s zmap.Store, objects map[string][]byte) {
 			t.Errorf("Search(%q): %v", prefix, err)
 			continue
 		}
-		if want := expectedEntries(objects, prefix); !slices.Equal(got, want) {
+		for _, e := range got {
+			if e.Dir != e.ModTime.IsZero() {
+				t.Errorf("Search(%q): %+v: a Dir entry has no time, an object has one", prefix, e)
+			}
+		}
+		// Times are checked against Stat in testStat.
+		if want := expectedEntries(objects, prefix); !slices.Equal(WithoutTimes(got), want) {
 			t.Errorf("Search(%q) =\n\t%v\nwant\n\t%v", prefix, got, want)
 		}
 	}
@@ -379,6 +428,9 @@ func testNotFound(t *testing.T, s zmap.Store) {
 		if n, err := s.Size(ctx, key); !errors.Is(err, zmap.ErrNotFound) {
 			t.Errorf("Size(%q) = %d, %v; want an error wrapping zmap.ErrNotFound", key, n, err)
 		}
+		if e, err := s.Stat(ctx, key); !errors.Is(err, zmap.ErrNotFound) {
+			t.Errorf("Stat(%q) = %+v, %v; want an error wrapping zmap.ErrNotFound", key, e, err)
+		}
 		if n, err := s.ReadAt(ctx, key, make([]byte, 4), 0); n != 0 || !errors.Is(err, zmap.ErrNotFound) {
 			t.Errorf("ReadAt(%q) = %d, %v; want 0 and an error wrapping zmap.ErrNotFound", key, n, err)
 		}
@@ -411,6 +463,9 @@ func testInvalidKeys(t *testing.T, s zmap.Store) {
 		if n, err := s.Size(ctx, key); err == nil {
 			t.Errorf("Size(%q) = %d, nil; want an error", key, n)
 		}
+		if e, err := s.Stat(ctx, key); err == nil {
+			t.Errorf("Stat(%q) = %+v, nil; want an error", key, e)
+		}
 		if n, err := s.ReadAt(ctx, key, make([]byte, 4), 0); n != 0 || err == nil {
 			t.Errorf("ReadAt(%q) = %d, %v; want 0 and an error", key, n, err)
 		}
@@ -442,6 +497,9 @@ func testCanceled(t *testing.T, s zmap.Store) {
 		}
 		if _, err := s.Size(c.ctx, "g1/v/.zarray"); !errors.Is(err, c.want) {
 			t.Errorf("Size with a done context: %v, want an error wrapping %v", err, c.want)
+		}
+		if _, err := s.Stat(c.ctx, "g1/v/.zarray"); !errors.Is(err, c.want) {
+			t.Errorf("Stat with a done context: %v, want an error wrapping %v", err, c.want)
 		}
 		if _, err := s.ReadAt(c.ctx, "big.bin", make([]byte, 10), 5); !errors.Is(err, c.want) {
 			t.Errorf("ReadAt with a done context: %v, want an error wrapping %v", err, c.want)
@@ -488,7 +546,7 @@ func testConcurrent(t *testing.T, s zmap.Store, objects map[string][]byte) {
 				case 3:
 					prefix := dirs[r.IntN(len(dirs))]
 					got, err := s.Search(ctx, prefix)
-					if want := expectedEntries(objects, prefix); err != nil || !slices.Equal(got, want) {
+					if want := expectedEntries(objects, prefix); err != nil || !slices.Equal(WithoutTimes(got), want) {
 						t.Errorf("concurrent Search(%q) = %v, %v; want %v", prefix, got, err, want)
 					}
 				}
