@@ -95,19 +95,23 @@ func ID(config json.RawMessage) (string, error) {
 	return "", fmt.Errorf("codec configuration %s has no id", config)
 }
 
-// unsupported explains the numcodecs codecs that no decoder here can
-// support, because their output is not a fixed-size array.
+// unsupported explains the numcodecs codecs that no decoder here
+// supports. The object codecs nczarr decodes (vlen-utf8, vlen-bytes, json2,
+// msgpack2) are decoded only as the first filter of an array of dtype "|O";
+// anywhere else they are refused with the reason given here.
 var unsupported = map[string]string{
-	"vlen-utf8":  "variable-length strings (object dtype) have no fixed-size layout",
-	"vlen-bytes": "variable-length bytes (object dtype) have no fixed-size layout",
-	"vlen-array": "variable-length arrays (object dtype) have no fixed-size layout",
-	"pickle":     "pickled Python objects have no fixed-size layout",
-	"json2":      "JSON-encoded objects have no fixed-size layout",
-	"msgpack2":   "MessagePack-encoded objects have no fixed-size layout",
-	"json":       "JSON-encoded objects have no fixed-size layout",
-	"msgpack":    "MessagePack-encoded objects have no fixed-size layout",
-	"zfpy":       "ZFP is not implemented",
-	"szip":       "SZIP (CCSDS AEC) is not implemented",
+	"vlen-utf8":       "an object codec, decoded only as the first filter of dtype \"|O\"",
+	"vlen-bytes":      "an object codec, decoded only as the first filter of dtype \"|O\"",
+	"json2":           "an object codec, decoded only as the first filter of dtype \"|O\"",
+	"msgpack2":        "an object codec, decoded only as the first filter of dtype \"|O\"",
+	"vlen-array":      "variable-length arrays (object dtype) are not implemented",
+	"pickle":          "pickled Python objects cannot be read without Python",
+	"json":            "the JSON object codec of numcodecs before 0.6 is not implemented",
+	"msgpack":         "the MessagePack object codec of numcodecs before 0.6 is not implemented",
+	"pcodec":          "pcodec has no Go decoder",
+	"zfpy":            "ZFP is not implemented",
+	"jenkins_lookup3": "the Jenkins lookup3 checksum is not implemented",
+	"szip":            "SZIP (CCSDS AEC) is not implemented",
 }
 
 // Lookup builds the codec a configuration names. A numeric id is taken as
