@@ -1,0 +1,131 @@
+package test
+
+// Signals under load: SIGTERM while readers are busy ends the daemon
+// cleanly and never makes a read return wrong bytes (the short form of the
+// soak in soak_test.go), and a daemon killed with SIGKILL leaves a dead
+// mount that fusermount3 -u clears for a new mount on the same mountpoint.
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestSIGTERMUnderLoad runs 8 readers over MinIO for 10 seconds, every
+// byte checked, then sends SIGTERM while they still read: exit status 0,
+// nothing left mounted, no wrong byte (see runLoad).
+func TestSIGTERMUnderLoad(t *testing.T) {
+	sd := setupSoak(t)
+	runLoad(t, sd, loadConfig{duration: 10 * time.Second, readers: 8, cache: "8MiB"})
+}
+
+// TestSIGKILLRemount kills a daemon with SIGKILL under a mount: the dead
+// mount fails with ENOTCONN, fusermount3 -u removes it, and a new daemon
+// mounts on the same mountpoint and serves the dataset.
+func TestSIGKILLRemount(t *testing.T) {
+	set, ds := genArray(t, 10_000, 1000, "<f8", 3)
+	want, err := os.ReadFile(filepath.Join(set.Dir, "expected", "v.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := startDaemon(t, ds.TreePath(set))
+	mnt := first.mnt
+	// The mount shows in the mount table before the daemon is done
+	// mounting: wait for its "mounted" line (see the note in
+	// docs/reliability.md on a SIGKILL before it).
+	deadline := time.Now().Add(mountWait)
+	for !strings.Contains(first.output.String(), "nczarrfs: mounted") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no mounted line after %v:\n%s", mountWait, clip(first.output.String()))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	f, err := os.Open(filepath.Join(mnt, "v", "data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Read(make([]byte, 4096)); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if !first.wait(mountWait) {
+		t.Fatalf("nczarrfs still running %v after SIGKILL", mountWait)
+	}
+	first.mounted = false // its exit status is the kill's; the cleanup must not call it a failure
+
+	// What the kernel has cached may still read; anything that asks the
+	// daemon fails.
+	if _, err := os.ReadDir(filepath.Join(mnt, "v")); !errors.Is(err, syscall.ENOTCONN) {
+		t.Errorf("listing the dead mount: %v, want ENOTCONN", err)
+	}
+	if _, err := os.OpenFile(filepath.Join(mnt, "v", "data"), os.O_RDONLY|syscall.O_DIRECT, 0); !errors.Is(err, syscall.ENOTCONN) {
+		t.Errorf("opening a file of the dead mount: %v, want ENOTCONN", err)
+	}
+	f.Close() // an open file would keep the mountpoint busy
+	if _, ok := mountedAt(mnt); !ok {
+		t.Fatal("the mount vanished with the daemon; expected a dead mount until fusermount3 -u")
+	}
+	if msg, err := exec.Command("fusermount3", "-u", mnt).CombinedOutput(); err != nil {
+		t.Fatalf("fusermount3 -u on the dead mount: %v: %s", err, msg)
+	}
+	if _, ok := mountedAt(mnt); ok {
+		t.Fatal("still mounted after fusermount3 -u")
+	}
+
+	second := startDaemonWith(t, nczarrfsBinary(t), mnt, ds.TreePath(set))
+	got, err := os.ReadFile(filepath.Join(second.mnt, "v", "data"))
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("v/data through the new mount: %d bytes, %v; want zarr-python's %d bytes%s", len(got), err, len(want), firstDiff(got, want, 8))
+	}
+}
+
+// startDaemonBinary is startDaemon with another build of nczarrfs.
+func startDaemonBinary(t *testing.T, bin, source string, extraArgs ...string) *daemon {
+	t.Helper()
+	mnt := filepath.Join(t.TempDir(), "mnt")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return startDaemonWith(t, bin, mnt, source, extraArgs...)
+}
+
+// startDaemonWith is startDaemon with the binary bin on the existing
+// mountpoint mnt.
+func startDaemonWith(t *testing.T, bin, mnt, source string, extraArgs ...string) *daemon {
+	t.Helper()
+	args := append(append([]string{"mount"}, extraArgs...), source, mnt)
+	d := &daemon{mnt: mnt, output: &syncBuffer{}, done: make(chan struct{})}
+	d.cmd = exec.Command(bin, args...)
+	d.cmd.Stdout, d.cmd.Stderr = d.output, d.output
+	if err := d.cmd.Start(); err != nil {
+		t.Fatalf("starting nczarrfs: %v", err)
+	}
+	go func() {
+		d.err = d.cmd.Wait()
+		close(d.done)
+	}()
+	t.Cleanup(func() { stopDaemon(t, d) })
+	deadline := time.Now().Add(mountWait)
+	for {
+		if _, ok := mountedAt(mnt); ok {
+			d.mounted = true
+			return d
+		}
+		if d.exited() {
+			t.Fatalf("nczarrfs %s exited before mounting (%v):\n%s", strings.Join(args, " "), d.err, clip(d.output.String()))
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nczarrfs %s: no mount at %s after %v", strings.Join(args, " "), mnt, mountWait)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
