@@ -36,5 +36,15 @@ test: deps vet
 	scripts/fuzz.sh 10000x
 	NCZARRFS_REQUIRE_ALL=1 $(GO) test -race -count=1 -timeout 30m ./...
 
+# The long runs of docs/reliability.md, not part of make test: the soak (32
+# readers through a mount over MinIO for $(SOAK), every byte checked, the
+# daemon's goroutines and RSS watched, then SIGTERM under load) and 10% of
+# S3 requests failing at random for $(FAULTS).
+SOAK   ?= 10m
+FAULTS ?= 5m
+.PHONY: soak
+soak: deps
+	NCZARRFS_REQUIRE_ALL=1 NCZARRFS_SOAK=$(SOAK) NCZARRFS_FAULTS=$(FAULTS) $(GO) test -race -count=1 -timeout 90m -v -run '^(TestSoak|TestS3MountRandomFaults)$$' ./test/
+
 clean:
 	rm -rf bin
