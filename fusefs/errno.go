@@ -7,6 +7,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/nczarrfs/nczarrfs/internal/stats"
 	"github.com/nczarrfs/nczarrfs/zmap"
 )
 
@@ -36,6 +37,7 @@ type reporter struct {
 	log  *slog.Logger
 	mu   sync.Mutex
 	seen map[string]bool // GUARDED_BY(mu)
+	errs *stats.ErrorLog // what .nczarrfs/errors shows; nil for none
 }
 
 // maxReported bounds the memory of reporter; past it, lines repeat.
@@ -45,6 +47,7 @@ const maxReported = 10000
 // and returns its errno.
 func (r *reporter) errno(op, key string, err error) syscall.Errno {
 	e := errnoOf(err)
+	record(r.errs, op, key, err, e)
 	if e == syscall.ENOENT || e == syscall.EINTR {
 		return e
 	}

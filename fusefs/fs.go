@@ -18,6 +18,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/nczarrfs/nczarrfs/internal/stats"
 	"github.com/nczarrfs/nczarrfs/nczarr"
 	"github.com/nczarrfs/nczarrfs/zmap"
 )
@@ -34,6 +35,8 @@ type Options struct {
 	// CacheTimeout is how long the kernel may keep entries and attributes.
 	// The store is treated as immutable, so long is right. 0 means 1 hour.
 	CacheTimeout time.Duration
+	// Stats holds the counters shown in .nczarrfs; nil counts errors only.
+	Stats *stats.Mount
 }
 
 // tree is what every node shares.
@@ -44,6 +47,7 @@ type tree struct {
 	uid   uint32
 	gid   uint32
 	mtime uint64
+	stats *stats.Mount
 }
 
 // NewRoot returns the root node of the tree for ds, whose objects are in
@@ -60,6 +64,7 @@ func NewRoot(ds *nczarr.Dataset, store zmap.Store, log *slog.Logger) fs.InodeEmb
 		gid:   uint32(os.Getgid()),
 		mtime: uint64(time.Now().Unix()),
 	}
+	t.setStats(nil)
 	return &dir{t: t, key: "", array: ds.Array("")}
 }
 
@@ -85,7 +90,9 @@ func Mount(mountpoint string, ds *nczarr.Dataset, store zmap.Store, opts Options
 			MaxWrite: 1 << 20,
 		},
 	}
-	return fs.Mount(mountpoint, NewRoot(ds, store, opts.Logger), fsOpts)
+	root := NewRoot(ds, store, opts.Logger)
+	root.(*dir).t.setStats(opts.Stats)
+	return fs.Mount(mountpoint, root, fsOpts)
 }
 
 // ino gives every key a stable inode number, so tools that compare inode
@@ -140,11 +147,10 @@ func (d *dir) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) 
 }
 
 func (d *dir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	if d.array != nil && d.array.Objects() {
-		if name == DataJSONName {
-			return d.lookupDataJSON(ctx, out)
-		}
-	} else if d.array != nil && name == DataName {
+	if in, errno, ok := d.lookupSynth(ctx, name, out); ok {
+		return in, errno
+	}
+	if d.array != nil && name == DataName {
 		n := &data{t: d.t, array: d.array}
 		n.attr(&out.Attr)
 		return d.NewInode(ctx, n, fs.StableAttr{Mode: fuse.S_IFREG, Ino: out.Ino}), 0
@@ -212,7 +218,7 @@ func (d *dir) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 	d.mu.Unlock()
 	list := make([]fuse.DirEntry, 0, len(entries)+1)
 	if d.array != nil {
-		list = append(list, arrayEntry(d.array))
+		list = append(list, fuse.DirEntry{Name: DataName, Mode: fuse.S_IFREG, Ino: ino('a', d.array.Path)})
 	}
 	for _, e := range entries {
 		key := zmap.Join(d.key, e.Name)
@@ -222,7 +228,7 @@ func (d *dir) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 			list = append(list, fuse.DirEntry{Name: e.Name, Mode: fuse.S_IFREG, Ino: ino('o', key)})
 		}
 	}
-	return fs.NewListDirStream(list), 0
+	return fs.NewListDirStream(d.appendSynth(list, listing)), 0
 }
 
 // object is a stored object, served byte for byte.
@@ -284,20 +290,32 @@ func (n *data) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut)
 
 // Open fails at once for an array whose metadata or codecs cannot be used:
 // its size may be unknown (0), and the kernel would then answer reads with
-// an empty file instead of asking us.
+// an empty file instead of asking us. Each open file gets its own
+// nczarr.Reader, so that read-ahead follows each reader separately.
 func (n *data) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	if n.array.Err != nil {
 		return nil, 0, n.t.rep.errno("open data", n.array.Path, n.array.Err)
 	}
-	return openReadOnly(flags)
+	_, fuseFlags, errno := openReadOnly(flags)
+	if errno != 0 {
+		return nil, 0, errno
+	}
+	return &dataHandle{r: n.array.NewReader()}, fuseFlags, 0
 }
+
+// dataHandle is an open `data` file.
+type dataHandle struct{ r *nczarr.Reader }
 
 func (n *data) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	dest = clamp(dest, off, n.array.Size())
 	if len(dest) == 0 {
 		return fuse.ReadResultData(nil), 0
 	}
-	m, err := n.array.ReadAt(ctx, dest, off)
+	read := n.array.ReadAt
+	if h, ok := fh.(*dataHandle); ok {
+		read = h.r.ReadAt
+	}
+	m, err := read(ctx, dest, off)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, n.t.rep.errno("read data", n.array.Path, err)
 	}

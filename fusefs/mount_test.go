@@ -90,9 +90,11 @@ func TestMountedTreeMirrorsStore(t *testing.T) {
 			t.Errorf("%s: read %d bytes (%v), want the %d stored", key, len(got), err, len(want))
 		}
 	}
-	for _, a := range []string{"temperature", "time", "lat", "lon", "station", "surface/level"} {
+	arrays := []string{"temperature", "time", "lat", "lon", "station", "surface/level"}
+	for _, a := range arrays {
 		expected = append(expected, a+"/"+DataName)
 	}
+	expected = append(expected, synthFiles(arrays...)...)
 	// fstest checks ReadDir, Stat, Open and Read agree everywhere.
 	if err := fstest.TestFS(os.DirFS(mnt), expected...); err != nil {
 		t.Error(err)
@@ -212,8 +214,8 @@ a.astype("<i2").tofile(sys.argv[1] + "/expected.bin")
 	for _, e := range names {
 		listed = append(listed, e.Name())
 	}
-	// 3x3 chunks of a 5x7 array, .zarray, and data.
-	if len(listed) != 11 || !slices.Contains(listed, ".zarray") || !slices.Contains(listed, DataName) {
+	// 3x3 chunks of a 5x7 array, .zarray, data, and the synthesized names.
+	if len(listed) != 11+len(rootSynth(true)) || !slices.Contains(listed, ".zarray") || !slices.Contains(listed, DataName) {
 		t.Errorf("root lists %v", listed)
 	}
 }

@@ -1,0 +1,179 @@
+// Package stats keeps a mount's live counters: the requests its store
+// served, what its chunk cache did, and the last errors a user saw. The
+// FUSE tree shows them as .nczarrfs/stats and .nczarrfs/errors, so a slow
+// or failing mount can be diagnosed with cat.
+//
+// Everything here is safe for concurrent use and cheap enough to stay on
+// in production: a few atomic adds per store request.
+package stats
+
+import (
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/nczarrfs/nczarrfs/cache"
+)
+
+// Mount gathers the counters of one mount. The zero value is ready to use;
+// Store and Cache are optional and set before the mount starts.
+type Mount struct {
+	// Source names the dataset, as shown in the mount table.
+	Source string
+	// Store counts the store's requests; nil when they are not counted.
+	Store *Store
+	// Cache is the decoded-chunk cache; nil when there is none.
+	Cache *cache.Cache
+
+	errorsOnce sync.Once
+	errors     *ErrorLog
+}
+
+// Errors returns the mount's error log, made on first use with room for
+// DefaultErrors entries.
+func (m *Mount) Errors() *ErrorLog {
+	m.errorsOnce.Do(func() {
+		if m.errors == nil {
+			m.errors = NewErrorLog(DefaultErrors)
+		}
+	})
+	return m.errors
+}
+
+// Snapshot is the content of .nczarrfs/stats.
+type Snapshot struct {
+	Source string         `json:"source,omitempty"`
+	Store  *StoreSnapshot `json:"store,omitempty"`
+	Cache  *CacheSnapshot `json:"cache,omitempty"`
+	// Errors counts the failures returned to users, by kind (see
+	// ErrorLog.Add); kinds that never happened are absent.
+	Errors map[string]int64 `json:"errors"`
+}
+
+// CacheSnapshot is the part of cache.Stats a user can act on.
+type CacheSnapshot struct {
+	Hits      int64 `json:"hits"`
+	Misses    int64 `json:"misses"`
+	Evictions int64 `json:"evictions"`
+	// DecodedBytes sums the decoded chunks loaded into the cache.
+	DecodedBytes int64 `json:"decoded_bytes"`
+	// ReadAheadLoads counts the chunk loads read-ahead started, and
+	// ReadAheadHits those that a read then found in the cache.
+	ReadAheadLoads int64 `json:"read_ahead_loads"`
+	ReadAheadHits  int64 `json:"read_ahead_hits"`
+	// Recycled counts chunk buffers reused instead of allocated.
+	Recycled int64 `json:"recycled"`
+	Entries  int   `json:"entries"`
+	Bytes    int64 `json:"bytes"`
+	Budget   int64 `json:"budget"`
+}
+
+// Snapshot reads every counter now.
+func (m *Mount) Snapshot() Snapshot {
+	s := Snapshot{Source: m.Source, Errors: m.Errors().Counts()}
+	if m.Store != nil {
+		st := m.Store.Snapshot()
+		s.Store = &st
+	}
+	if m.Cache != nil {
+		cs := m.Cache.Stats()
+		s.Cache = &CacheSnapshot{
+			Hits: cs.Hits, Misses: cs.Misses, Evictions: cs.Evictions,
+			DecodedBytes:   cs.LoadedBytes,
+			ReadAheadLoads: cs.Prefetched, ReadAheadHits: cs.PrefetchHits,
+			Recycled: cs.Recycled, Entries: cs.Entries, Bytes: cs.Bytes, Budget: cs.Budget,
+		}
+	}
+	return s
+}
+
+// JSON renders Snapshot as indented JSON with a final newline.
+func (m *Mount) JSON() []byte {
+	b, err := json.MarshalIndent(m.Snapshot(), "", "  ")
+	if err != nil {
+		panic(err) // only plain numbers, strings and maps
+	}
+	return append(b, '\n')
+}
+
+// DefaultErrors is how many errors a Mount's log keeps.
+const DefaultErrors = 100
+
+// Error is one failure returned to a user.
+type Error struct {
+	Time  time.Time `json:"time"`
+	Op    string    `json:"op"`    // what was asked: "read data", "lookup", ...
+	Key   string    `json:"key"`   // the store key or array path concerned
+	Kind  string    `json:"kind"`  // a class of failure, as counted
+	Errno string    `json:"errno"` // what the caller got, e.g. "EIO"
+	Err   string    `json:"error"` // the full message
+}
+
+// ErrorLog counts errors by kind and keeps the last few.
+type ErrorLog struct {
+	mu     sync.Mutex
+	ring   []Error          // GUARDED_BY(mu): the last len(ring) errors, ring[next] the oldest once full
+	next   int              // GUARDED_BY(mu)
+	full   bool             // GUARDED_BY(mu)
+	counts map[string]int64 // GUARDED_BY(mu)
+}
+
+// NewErrorLog returns a log that keeps the last n errors (at least one).
+func NewErrorLog(n int) *ErrorLog {
+	return &ErrorLog{ring: make([]Error, max(n, 1)), counts: map[string]int64{}}
+}
+
+// Add counts e under e.Kind and keeps it, dropping the oldest kept error
+// when the log is full.
+func (l *ErrorLog) Add(e Error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.counts[e.Kind]++
+	l.ring[l.next] = e
+	l.next++
+	if l.next == len(l.ring) {
+		l.next, l.full = 0, true
+	}
+}
+
+// Count counts an error of the given kind without keeping it: for
+// failures too common to crowd out the others, such as interruptions.
+func (l *ErrorLog) Count(kind string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.counts[kind]++
+}
+
+// Counts returns how many errors of each kind were added.
+func (l *ErrorLog) Counts() map[string]int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m := make(map[string]int64, len(l.counts))
+	for k, n := range l.counts {
+		m[k] = n
+	}
+	return m
+}
+
+// Last returns the kept errors, oldest first.
+func (l *ErrorLog) Last() []Error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.full {
+		return append([]Error(nil), l.ring[:l.next]...)
+	}
+	return append(append([]Error(nil), l.ring[l.next:]...), l.ring[:l.next]...)
+}
+
+// JSONLines renders Last as one JSON object per line, for cat and jq.
+func (l *ErrorLog) JSONLines() []byte {
+	var b []byte
+	for _, e := range l.Last() {
+		line, err := json.Marshal(e)
+		if err != nil {
+			panic(err) // strings and a time only
+		}
+		b = append(append(b, line...), '\n')
+	}
+	return b
+}

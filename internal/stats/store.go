@@ -1,0 +1,109 @@
+package stats
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync/atomic"
+
+	"github.com/nczarrfs/nczarrfs/zmap"
+)
+
+// Store is a zmap.Store that counts the requests it passes on to the
+// store it wraps.
+type Store struct {
+	zmap.Store
+	get, readAt, size, stat, search op
+}
+
+// op counts one kind of request. Not-found answers are not errors: they
+// are how a lookup learns that a name does not exist; nor is io.EOF from a
+// read that reaches the end of an object.
+type op struct {
+	requests, bytes, errors atomic.Int64
+}
+
+func (o *op) count(n int64, err error) {
+	o.requests.Add(1)
+	o.bytes.Add(n)
+	if err != nil && !errors.Is(err, zmap.ErrNotFound) && !errors.Is(err, io.EOF) {
+		o.errors.Add(1)
+	}
+}
+
+// CountStore wraps s so that its requests are counted.
+func CountStore(s zmap.Store) *Store { return &Store{Store: s} }
+
+// Get counts a request and the bytes it returned.
+func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
+	b, err := s.Store.Get(ctx, key)
+	s.get.count(int64(len(b)), err)
+	return b, err
+}
+
+// ReadAt counts a request and the bytes it read.
+func (s *Store) ReadAt(ctx context.Context, key string, p []byte, off int64) (int, error) {
+	n, err := s.Store.ReadAt(ctx, key, p, off)
+	s.readAt.count(int64(n), err)
+	return n, err
+}
+
+// Size counts a request.
+func (s *Store) Size(ctx context.Context, key string) (int64, error) {
+	n, err := s.Store.Size(ctx, key)
+	s.size.count(0, err)
+	return n, err
+}
+
+// Stat counts a request.
+func (s *Store) Stat(ctx context.Context, key string) (zmap.Entry, error) {
+	e, err := s.Store.Stat(ctx, key)
+	s.stat.count(0, err)
+	return e, err
+}
+
+// Search counts a request; its "bytes" are the entries listed.
+func (s *Store) Search(ctx context.Context, prefix string) ([]zmap.Entry, error) {
+	e, err := s.Store.Search(ctx, prefix)
+	s.search.count(int64(len(e)), err)
+	return e, err
+}
+
+// OpSnapshot is the count of one kind of request.
+type OpSnapshot struct {
+	Requests int64 `json:"requests"`
+	Bytes    int64 `json:"bytes,omitempty"`
+	Entries  int64 `json:"entries,omitempty"`
+	Errors   int64 `json:"errors"`
+}
+
+func (o *op) snapshot() OpSnapshot {
+	return OpSnapshot{Requests: o.requests.Load(), Bytes: o.bytes.Load(), Errors: o.errors.Load()}
+}
+
+// StoreSnapshot is the store part of .nczarrfs/stats. Objects and Bytes
+// sum the object fetches (Get and ReadAt), which is what a store bills.
+type StoreSnapshot struct {
+	Objects int64      `json:"objects"`
+	Bytes   int64      `json:"bytes"`
+	Get     OpSnapshot `json:"get"`
+	ReadAt  OpSnapshot `json:"read_at"`
+	Size    OpSnapshot `json:"size"`
+	Stat    OpSnapshot `json:"stat"`
+	Search  OpSnapshot `json:"search"`
+}
+
+// Snapshot reads the counters now.
+func (s *Store) Snapshot() StoreSnapshot {
+	st := StoreSnapshot{
+		Get:    s.get.snapshot(),
+		ReadAt: s.readAt.snapshot(),
+		Size:   s.size.snapshot(),
+		Stat:   s.stat.snapshot(),
+		Search: s.search.snapshot(),
+	}
+	st.Search.Entries, st.Search.Bytes = st.Search.Bytes, 0
+	st.Objects = st.Get.Requests + st.ReadAt.Requests
+	st.Bytes = st.Get.Bytes + st.ReadAt.Bytes
+	return st
+}
