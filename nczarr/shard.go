@@ -35,6 +35,10 @@ type shardSpec struct {
 	indexLen   int64        // stored size of the index
 }
 
+// maxInner bounds the inner chunks of one shard, and so its index (16
+// bytes each), which is read and kept whole.
+const maxInner = 1 << 22
+
 // emptyChunk is the offset and length of an inner chunk that is not stored.
 const emptyChunk = math.MaxUint64
 
@@ -59,10 +63,10 @@ func parseShardSpec(cfg json.RawMessage, shape []int64, dt DType) (*shardSpec, e
 			return nil, fmt.Errorf("chunk_shape %v does not divide the shard shape %v", c.ChunkShape, shape)
 		}
 		s.per[i] = shape[i] / x
-		s.n *= s.per[i]
-		if s.n > 1<<26 {
-			return nil, fmt.Errorf("more than %d inner chunks per shard", 1<<26)
+		if s.per[i] > maxInner/s.n {
+			return nil, fmt.Errorf("more than %d inner chunks per shard", maxInner)
 		}
+		s.n *= s.per[i]
 	}
 	switch c.IndexLocation {
 	case "", "end":
@@ -107,8 +111,13 @@ func parseShardSpec(cfg json.RawMessage, shape []int64, dt DType) (*shardSpec, e
 	return s, nil
 }
 
-// shardIndex is a decoded index: 2 uint64 (offset, length) per inner chunk.
+// shardIndex is a decoded index: 2 uint64 (offset, length) per inner
+// chunk, little-endian, then the size of the shard, which bounds them.
 type shardIndex []byte
+
+func (x shardIndex) shardSize() int64 {
+	return int64(binary.LittleEndian.Uint64(x[len(x)-8:]))
+}
 
 func (x shardIndex) entry(i int64) (off, n uint64) {
 	return binary.LittleEndian.Uint64(x[16*i:]), binary.LittleEndian.Uint64(x[16*i+8:])
@@ -192,8 +201,8 @@ func (a *Array) locateInner(ctx context.Context, key string, idx []int64) (r reg
 		if off > math.MaxInt64/2 || n > maxChunkBytes {
 			return region{}, nil, false, fmt.Errorf("shard %s: %w: index entry %d is (%d, %d)", key, codec.ErrCorrupt, lin, off, n)
 		}
-		if r.n >= 0 && int64(off+n) > r.n {
-			return region{}, nil, false, fmt.Errorf("shard %s: %w: index entry %d (%d, %d) is beyond the shard's %d bytes", key, codec.ErrCorrupt, lin, off, n, r.n)
+		if size := index.shardSize(); int64(off+n) > size {
+			return region{}, nil, false, fmt.Errorf("shard %s: %w: index entry %d (%d, %d) is beyond the shard's %d bytes", key, codec.ErrCorrupt, lin, off, n, size)
 		}
 		r = region{key: key, off: r.off + int64(off), n: int64(n)}
 		p = s.inner
@@ -245,7 +254,7 @@ func (a *Array) loadShardIndex(ctx context.Context, s *shardSpec, r region) ([]b
 	if s.indexBig {
 		swapBytes(index, 8)
 	}
-	return index, nil
+	return binary.LittleEndian.AppendUint64(index, uint64(r.n)), nil
 }
 
 // readFull reads exactly len(p) bytes of key at off; a short object is

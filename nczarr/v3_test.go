@@ -13,11 +13,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/nczarrfs/nczarrfs/cache"
 	"github.com/nczarrfs/nczarrfs/internal/testenv"
 	"github.com/nczarrfs/nczarrfs/nczarr"
+	"github.com/nczarrfs/nczarrfs/zmap"
 	"github.com/nczarrfs/nczarrfs/zmap/file"
 )
 
@@ -314,4 +316,113 @@ func compact(raw []byte) string {
 		return string(raw)
 	}
 	return b.String()
+}
+
+// countingStore records the reads made of a store.
+type countingStore struct {
+	zmap.Store
+	mu     sync.Mutex
+	gets   []string
+	ranges map[string][][2]int64 // key -> (offset, length) of each ReadAt
+}
+
+func (s *countingStore) Get(ctx context.Context, key string) ([]byte, error) {
+	s.mu.Lock()
+	s.gets = append(s.gets, key)
+	s.mu.Unlock()
+	return s.Store.Get(ctx, key)
+}
+
+func (s *countingStore) ReadAt(ctx context.Context, key string, p []byte, off int64) (int, error) {
+	s.mu.Lock()
+	s.ranges[key] = append(s.ranges[key], [2]int64{off, int64(len(p))})
+	s.mu.Unlock()
+	return s.Store.ReadAt(ctx, key, p, off)
+}
+
+// TestV3ShardRangedReads reads one element of sharded arrays and checks
+// that only the shard's index (once per level) and the one inner chunk
+// holding the element were read from the shard object, by range, and
+// that a second read of another inner chunk of the shard does not read
+// the index again.
+func TestV3ShardRangedReads(t *testing.T) {
+	dir, _ := zarritaFixtures(t)
+	tree := filepath.Join(dir, "v3-sharded.zarr")
+	ctx := context.Background()
+	for _, tc := range []struct {
+		array, shard string
+		atStart      bool
+		inner        int64 // inner chunks per shard
+		levels       int
+	}{
+		{"end", "end/c/0/0", false, 6, 1},
+		{"start", "start/c/0/0", true, 6, 1},
+		{"end_1d", "end_1d/c/0", false, 8, 1},
+		{"nested", "nested/c/0/0", false, 4, 2},
+	} {
+		t.Run(tc.array, func(t *testing.T) {
+			fs, err := file.Open(tree)
+			if err != nil {
+				t.Fatal(err)
+			}
+			store := &countingStore{Store: fs, ranges: map[string][][2]int64{}}
+			d, err := nczarr.Open(ctx, store, nczarr.Options{Cache: cache.New(16 << 20)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := d.Array(tc.array)
+			if a == nil || a.Err != nil {
+				t.Fatalf("array %s: %v", tc.array, a)
+			}
+			shard, err := os.ReadFile(filepath.Join(tree, tc.shard))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The outer index: n (offset, length) pairs and a CRC-32C.
+			indexLen := 16*tc.inner + 4
+			index := shard[int64(len(shard))-indexLen:]
+			if tc.atStart {
+				index = shard[:indexLen]
+			}
+			first := [2]int64{int64(binary.LittleEndian.Uint64(index)), int64(binary.LittleEndian.Uint64(index[8:]))}
+
+			buf := make([]byte, a.ItemSize)
+			if _, err := a.ReadAt(ctx, buf, 0); err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range store.gets {
+				if strings.Contains(k, "/c/") {
+					t.Errorf("Get(%s): a shard was read whole", k)
+				}
+			}
+			got := store.ranges[tc.shard]
+			if len(got) != tc.levels+1 {
+				t.Fatalf("%d ranged reads of %s, want %d (the index of each level, then the chunk): %v", len(got), tc.shard, tc.levels+1, got)
+			}
+			indexAt := int64(len(shard)) - indexLen
+			if tc.atStart {
+				indexAt = 0
+			}
+			if got[0] != [2]int64{indexAt, indexLen} {
+				t.Errorf("first read %v, want the index %v", got[0], [2]int64{indexAt, indexLen})
+			}
+			last := got[len(got)-1]
+			if last[0] < first[0] || last[0]+last[1] > first[0]+first[1] {
+				t.Errorf("chunk read %v is outside inner chunk 0 %v", last, first)
+			}
+			if tc.levels == 1 && last != first {
+				t.Errorf("chunk read %v, want exactly inner chunk 0 %v", last, first)
+			}
+
+			// Element 0 of inner chunk 1 of the same shard.
+			off := a.Meta.Chunks[len(a.Meta.Chunks)-1] * int64(a.ItemSize)
+			before := len(store.ranges[tc.shard])
+			if _, err := a.ReadAt(ctx, buf, off); err != nil {
+				t.Fatal(err)
+			}
+			if n := len(store.ranges[tc.shard]) - before; n != 1 && !(tc.levels == 2 && n == 2) {
+				t.Errorf("%d reads for a second inner chunk of the shard, want 1 (the index is cached)", n)
+			}
+		})
+	}
 }

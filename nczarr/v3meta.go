@@ -152,7 +152,7 @@ func parseV3Pipeline(codecs []v3Codec, shape []int64, dt DType) (*v3Pipeline, er
 			p.shard = s
 		default:
 			if phase == 0 {
-				return nil, fmt.Errorf("%w %q (as an array-to-array codec)", codec.ErrUnknown, c.Name)
+				return nil, fmt.Errorf("codec %q comes before the array-to-bytes codec (bytes or sharding_indexed), where only transpose may", c.Name)
 			}
 			cfg, err := codec.V3Config(c.Name, c.Config)
 			if err != nil {
@@ -276,6 +276,9 @@ func v3Fill(d DType, v any) ([]byte, error) {
 	bad := func() ([]byte, error) {
 		return nil, fmt.Errorf("fill_value %v does not fit data_type %s", v, d.Str)
 	}
+	if v == nil {
+		return make([]byte, d.Size), nil // not the spec's, but zeros as v2 reads null
+	}
 	switch d.Kind {
 	case 'f':
 		if s, ok := v.(string); ok && strings.HasPrefix(s, "0x") {
@@ -318,12 +321,29 @@ func v3Fill(d DType, v any) ([]byte, error) {
 		}
 		return out, nil
 	case 'i', 'u':
-		if n, ok := v.(json.Number); ok && strings.ContainsAny(string(n), ".eE") {
-			// An integer written as a float, 2.0: integral only.
-			f, err := strconv.ParseFloat(string(n), 64)
-			if err != nil || f != math.Trunc(f) {
+		// Integral and in range: unlike zarr-python 2, v3 does not wrap.
+		n, ok := v.(json.Number)
+		if !ok {
+			return bad()
+		}
+		s := string(n)
+		if strings.ContainsAny(s, ".eE") {
+			// An integer written as a float, 2.0.
+			f, err := strconv.ParseFloat(s, 64)
+			if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
 				return bad()
 			}
+			s = strconv.FormatFloat(f, 'f', -1, 64)
+			v = json.Number(s)
+		}
+		var err error
+		if d.Kind == 'i' {
+			_, err = strconv.ParseInt(s, 10, 8*d.Size)
+		} else {
+			_, err = strconv.ParseUint(s, 10, 8*d.Size)
+		}
+		if err != nil {
+			return bad()
 		}
 	}
 	return d.encodeFill(v, d.Size)
