@@ -5,16 +5,18 @@
 #
 #   scripts/install-deps.sh          # everything for the tests
 #   scripts/install-deps.sh --run    # only what the demo needs
+#   scripts/install-deps.sh --bench  # the demo's and make bench's (zarr-python, boto3)
 set -euo pipefail
 
 run_only=false
-[[ ${1:-} == --run ]] && run_only=true
+[[ ${1:-} == --run || ${1:-} == --bench ]] && run_only=true
 
 packages=(fuse3 jq)
 if ! $run_only; then
   packages+=(netcdf-bin python3-zarr python3-numcodecs python3-xarray python3-netcdf4 python3-h5py hdf5-filter-plugin zip python3-crc32c python3-msgpack)
   packages+=(nodejs npm) # zarrita, the Zarr v3 reference: scripts/install-zarrita.sh
 fi
+[[ ${1:-} == --bench ]] && packages+=(python3-zarr python3-numcodecs python3-boto3)
 
 missing=()
 for p in "${packages[@]}"; do
