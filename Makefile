@@ -46,5 +46,13 @@ FAULTS ?= 5m
 soak: deps
 	NCZARRFS_REQUIRE_ALL=1 NCZARRFS_SOAK=$(SOAK) NCZARRFS_FAULTS=$(FAULTS) $(GO) test -race -count=1 -timeout 90m -v -run '^(TestSoak|TestS3MountRandomFaults)$$' ./test/
 
+# The throughput and scale figures of docs/performance.md, measured side by
+# side with zarr-python (bench/run.py); not part of make test. Needs root (it
+# drops the page cache) and FUSE. BENCH_QUICK=1 for a short run with small
+# arrays, BENCH_RUNS=n for n runs per figure (default 5).
+.PHONY: bench
+bench:
+	bench/run.sh
+
 clean:
 	rm -rf bin
