@@ -202,8 +202,15 @@ func (a *Array) loadV3(ctx context.Context, key string, alloc cache.Alloc, cpu c
 			return nil, nil
 		}
 		leaf = l
-		raw = make([]byte, r.n)
+		// A pooled buffer, as readRaw uses: fresh memory is slow to touch.
+		bp, _ := rawBuffers.Get().(*[]byte)
+		if bp == nil || int64(cap(*bp)) < r.n {
+			b := make([]byte, r.n)
+			bp = &b
+		}
+		raw, put = (*bp)[:r.n], func() { rawBuffers.Put(bp) }
 		if err := a.readFull(ctx, r.key, raw, r.off); err != nil {
+			put()
 			return nil, fmt.Errorf("chunk %s: %d bytes at %d: %w", key, r.n, r.off, err)
 		}
 	}
