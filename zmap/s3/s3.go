@@ -478,8 +478,12 @@ func (s *Store) Search(ctx context.Context, prefix string) ([]zmap.Entry, error)
 	var entries []zmap.Entry
 	seen := make(map[string]int) // name -> index in entries
 	add := func(e zmap.Entry) {
-		if e.Name == "" || strings.Contains(e.Name, "/") {
-			return // a "folder" marker object, or an empty key segment
+		if strings.Contains(e.Name, "/") || !zmap.ValidKey(e.Name) {
+			// A "folder" marker object, or an empty, "." or ".."
+			// segment: S3 stores such keys, but no key names them
+			// (they would leave the dataset's prefix), so they are
+			// not listed.
+			return
 		}
 		if i, ok := seen[e.Name]; ok {
 			if e.Dir {
