@@ -15,6 +15,7 @@ packages=(fuse3 jq)
 if ! $run_only; then
   packages+=(netcdf-bin python3-zarr python3-numcodecs python3-xarray python3-netcdf4 python3-h5py hdf5-filter-plugin zip python3-crc32c python3-msgpack)
   packages+=(nodejs npm) # zarrita, the Zarr v3 reference: scripts/install-zarrita.sh
+  packages+=(gdal-bin attr) # gdalinfo and gdal_translate open data.vrt; getfattr shows the xattrs
 fi
 [[ ${1:-} == --bench ]] && packages+=(python3-zarr python3-numcodecs python3-boto3)
 
