@@ -224,8 +224,7 @@ func FormatAttr(typ string, raw json.RawMessage) string {
 		for i, e := range list {
 			s, ok := e.(string)
 			if !ok {
-				b, _ := json.Marshal(e)
-				s = string(b)
+				s = jsonText(e)
 			}
 			parts[i] = quoteCDL(s)
 		}
@@ -280,8 +279,7 @@ func formatNumber(typ string, v any) string {
 			return quoteCDL(x)
 		}
 	default:
-		b, _ := json.Marshal(v)
-		return string(b)
+		return jsonText(v)
 	}
 	switch typ {
 	case "float":
@@ -385,8 +383,7 @@ func unparse(raw json.RawMessage) string {
 					if err != nil {
 						return err
 					}
-					ks, _ := json.Marshal(k)
-					b.Write(ks)
+					b.WriteString(jsonText(k))
 					b.WriteString(": ")
 					if err := walk(); err != nil {
 						return err
@@ -412,8 +409,7 @@ func unparse(raw json.RawMessage) string {
 		case nil:
 			b.WriteString("null")
 		default:
-			s, _ := json.Marshal(t)
-			b.Write(s)
+			b.WriteString(jsonText(t))
 		}
 		return nil
 	}
@@ -421,4 +417,16 @@ func unparse(raw json.RawMessage) string {
 		return string(raw)
 	}
 	return b.String()
+}
+
+// jsonText is v as JSON without Go's escaping of <, > and &, as netcdf-c
+// writes JSON-valued attributes.
+func jsonText(v any) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return ""
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }

@@ -32,6 +32,7 @@ g.attrs.update({
     "nested": {"a": [1, 2], "b": "x", "c": {"d": None}},
     "escapes": "it's \"quoted\"\tand\\slashed\nnext line",
     "empty": "",
+    "markup": "a<b && c>d", "markup_json": {"<k>": ["x&y", 1]},
 })
 t = g.create_dataset("temp", shape=(3, 4, 5), chunks=(2, 3, 2), dtype="<f4",
                      fill_value=np.nan, compressor=numcodecs.Zlib(level=3))
