@@ -33,7 +33,7 @@ var ErrNotZip = errors.New("not a zip file")
 
 // rootMarkers are the objects that mark a folder as the root of a Zarr or
 // NCZarr dataset.
-var rootMarkers = []string{".zgroup", ".zattrs", ".zarray", ".nczarr"}
+var rootMarkers = []string{".zgroup", ".zattrs", ".zarray", ".nczarr", "zarr.json"}
 
 // maxDeflateRatio bounds how much deflate can expand its input (the format
 // allows at most about 1032:1). An entry claiming more is corrupt; the
@@ -152,9 +152,9 @@ func newStore(r io.ReaderAt, size int64) (*Store, error) {
 // entry lies in a folder holding a group marker (".zgroup", ".nczarr" or
 // ".zmetadata") directly, even if the top level holds a dataset too, as
 // netcdf-c reads such archives. Otherwise it is the top level when that
-// holds a marker (".zgroup", ".zattrs", ".zarray" or ".nczarr"); otherwise
-// the only top folder, when every entry lies under it and it holds a
-// marker directly; otherwise the top.
+// holds a marker (".zgroup", ".zattrs", ".zarray", ".nczarr" or Zarr v3's
+// "zarr.json"); otherwise the only top folder, when every entry lies under
+// it and it holds a marker directly; otherwise the top.
 func (s *Store) Root() string { return s.root }
 
 // build filters the archive's entries, finds the dataset root and builds
