@@ -15,6 +15,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -79,17 +80,23 @@ func generateV3() (set fixtureSet, missing, failed error) {
 				return set, nil, fmt.Errorf("gen_v3.mjs: dataset %s: array %q: %w", ds.Name, a.Path, err)
 			}
 		}
+		// Every other zip holds the dataset under a top folder, as
+		// "zip -r x.zip x.zarr" writes it.
 		ds.Zip = ds.Name + ".zip"
-		if err := zipTree(ds.TreePath(set), ds.ZipPath(set), i%2 == 0); err != nil {
+		if i%2 == 1 {
+			ds.ZipRoot = ds.Tree
+		}
+		if err := zipTree(ds.TreePath(set), ds.ZipPath(set), ds.ZipRoot, i%2 == 0); err != nil {
 			return set, nil, err
 		}
 	}
 	return set, nil, nil
 }
 
-// zipTree writes every file under dir into a new zip at name, at the top
-// of the zip (as zarr-python's ZipStore does), deflated or stored.
-func zipTree(dir, name string, deflate bool) error {
+// zipTree writes every file under dir into a new zip at name, under the
+// folder root ("" for the top, as zarr-python's ZipStore writes), deflated
+// or stored.
+func zipTree(dir, name, root string, deflate bool) error {
 	f, err := os.Create(name)
 	if err != nil {
 		return err
@@ -100,7 +107,7 @@ func zipTree(dir, name string, deflate bool) error {
 			return err
 		}
 		rel, _ := filepath.Rel(dir, p)
-		h := &zip.FileHeader{Name: filepath.ToSlash(rel), Method: zip.Store}
+		h := &zip.FileHeader{Name: path.Join(root, filepath.ToSlash(rel)), Method: zip.Store}
 		if deflate {
 			h.Method = zip.Deflate
 		}
@@ -137,6 +144,7 @@ func TestV3Mount(t *testing.T) {
 				t.Parallel()
 				source := ds.TreePath(set)
 				if form == "zip" {
+					checkZipMatchesTree(t, set, ds)
 					source = ds.ZipPath(set)
 				}
 				mnt := mount(t, source)
