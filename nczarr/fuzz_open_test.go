@@ -20,14 +20,16 @@ import (
 // (the groups, their attributes and layout, each array's decoded bytes),
 // on a store made from the fuzzer's input, so that every metadata
 // representation is fuzzed through the path a mount takes: Zarr v2
-// .zgroup/.zarray/.zattrs, consolidated .zmetadata, and each NCZarr
+// .zgroup/.zarray/.zattrs, consolidated .zmetadata, each NCZarr
 // generation (4.8 V1 objects, _NCZARR_* keys in .zgroup/.zarray, the
-// superblock in .zattrs).
+// superblock in .zattrs), and Zarr v3 zarr.json (plain, consolidated,
+// sharded, NCZarr v3).
 //
 // The seeds in testdata/open are the metadata objects (every object whose
-// name starts with ".") of each dataset tree that test/fixtures/gen_zarr.py
-// and gen_nczarr.py write with zarr-python and ncgen, packed in the format
-// parseMemStore reads. Crashers the fuzzer finds are kept by go test in
+// name starts with ".", and zarr.json) of each dataset tree that
+// test/fixtures/gen_zarr.py, gen_nczarr.py and gen_v3.mjs write with
+// zarr-python, ncgen and zarrita, packed in the format parseMemStore
+// reads. Crashers the fuzzer finds are kept by go test in
 // testdata/fuzz/FuzzOpen and rerun by every go test.
 func FuzzOpen(f *testing.F) {
 	seeds, err := filepath.Glob(filepath.Join("testdata", "open", "*.txt"))
@@ -73,9 +75,10 @@ func FuzzOpen(f *testing.F) {
 			if a.Size() < 0 || a.ItemSize <= 0 {
 				t.Fatalf("array %q: size %d, item size %d", path, a.Size(), a.ItemSize)
 			}
-			// Read small arrays whole: chunks that are not stored are
-			// the fill value, stored ones are decoded.
-			if a.Size() > 1<<20 || a.chunkElems*int64(a.ItemSize) > 1<<20 {
+			// Read small arrays of few chunks whole: chunks that are
+			// not stored are the fill value, stored ones are decoded.
+			chunk := a.chunkElems * int64(a.ItemSize)
+			if a.Size() > 1<<20 || chunk > 1<<20 || a.Size() > 4096*max(chunk, 1) {
 				continue
 			}
 			buf := make([]byte, a.Size()+1)
@@ -106,6 +109,9 @@ func TestOpenSeeds(t *testing.T) {
 		{"zarr-consolidated", PureZarr, true},
 		{"zarr-xarray", PureZarr, true}, // xarray's to_zarr consolidates
 		{"zarr-", PureZarr, false},
+		{"v3-consolidated", ZarrV3, true},
+		{"v3-nczarr", NCZarrV3, false},
+		{"v3-", ZarrV3, false},
 	}
 	seeds, err := filepath.Glob(filepath.Join("testdata", "open", "*.txt"))
 	if err != nil || len(seeds) == 0 {
@@ -142,8 +148,8 @@ func TestOpenSeeds(t *testing.T) {
 			t.Errorf("%s: no readable array among %q", name, d.Arrays())
 		}
 	}
-	if len(seen) != 5 {
-		t.Errorf("the seeds cover %d of the 5 generations: %v", len(seen), seen)
+	if len(seen) != 7 {
+		t.Errorf("the seeds cover %d of the 7 generations: %v", len(seen), seen)
 	}
 }
 
