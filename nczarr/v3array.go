@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/nczarrfs/nczarrfs/cache"
 	"github.com/nczarrfs/nczarrfs/zmap"
@@ -40,7 +41,12 @@ func (a *Array) initV3(doc object) error {
 		}
 	}
 	if list, _ := doc["storage_transformers"].([]any); len(list) > 0 {
-		return fmt.Errorf("storage_transformers %v are not supported", list)
+		var names []string
+		for _, e := range list {
+			name, _ := object(asMap(e))["name"].(string)
+			names = append(names, fmt.Sprintf("%q", name))
+		}
+		return fmt.Errorf("storage_transformers %s are not supported: chunks are read only as the codecs store them", strings.Join(names, ", "))
 	}
 	shape, err := intList(doc["shape"], "shape")
 	if err != nil {
@@ -331,4 +337,10 @@ func (a *Array) typeAlias(attrs object) error {
 		return fmt.Errorf("_nczarr_array type_alias %q does not fit data_type %s", alias, dt.Str)
 	}
 	return nil
+}
+
+// asMap is v as a JSON object, or nil.
+func asMap(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
 }

@@ -54,7 +54,7 @@ func TestV3Metadata(t *testing.T) {
 		{"base", `{}`, ""},
 		{"extension member may be ignored", `{"x": {"must_understand": false}}`, ""},
 		{"extension member must be understood", `{"x": {"name": "y"}}`, `member "x" is not understood`},
-		{"storage transformer", `{"storage_transformers": [{"name": "chunk-manifest-json"}]}`, "storage_transformers"},
+		{"storage transformer", `{"storage_transformers": [{"name": "chunk-manifest-json"}]}`, `storage_transformers "chunk-manifest-json" are not supported`},
 		{"empty storage transformers", `{"storage_transformers": []}`, ""},
 		{"rectilinear grid", `{"chunk_grid": {"name": "rectilinear", "configuration": {}}}`, "chunk_grid"},
 		{"grid rank", `{"chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4]}}}`, "differ in rank"},
