@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"slices"
 	"strings"
 )
 
@@ -23,14 +22,11 @@ type Location struct {
 	// Region is the AWS region named by an Amazon S3 host name; "" when
 	// the URL does not say.
 	Region string
-	// Profile is the AWS shared-config profile named by the fragment
-	// (awsprofile=NAME); "" when the URL does not say.
+	// Profile is the AWS shared-config profile the SOURCE's fragment names
+	// (awsprofile=NAME); zmap/source sets it, "" when none is named.
 	Profile string
 	// Insecure is true when the URL uses plain http rather than https.
 	Insecure bool
-	// Mode is the fragment's mode list, lower-cased, such as
-	// ["nczarr", "s3"]; nil when the URL has no mode.
-	Mode []string
 }
 
 // String returns the location as an s3:// URL, for messages. It names the
@@ -54,29 +50,37 @@ func (l Location) key(k string) string {
 	return l.Prefix + "/" + k
 }
 
-// ParseURL parses an S3 dataset URL in one of the forms NCZarr accepts:
+// ParseURL parses raw and reads the location with LocationOf. It ignores
+// the fragment: parse a SOURCE with zmap/source, which reads the fragment
+// too.
+func ParseURL(raw string) (Location, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		// url.Error quotes the whole URL, which may hold a password.
+		return Location{}, fmt.Errorf("s3: invalid URL: %w", errors.Unwrap(err))
+	}
+	return LocationOf(u)
+}
+
+// LocationOf reads the location of an S3 dataset from a parsed URL in one
+// of the forms NCZarr accepts:
 //
 //	s3://bucket/key
 //	https://s3.<region>.amazonaws.com/bucket/key      (AWS path style)
 //	https://bucket.s3.<region>.amazonaws.com/key      (AWS virtual-host style)
 //	http(s)://host[:port]/bucket/key                  (custom endpoint, path style)
 //
-// each with an optional fragment such as #mode=nczarr,s3&awsprofile=NAME.
 // An s3:// URL whose host is an Amazon S3 host name
 // (s3://s3.us-west-1.amazonaws.com/bucket) is read as the https form, as
 // netcdf-c does. The legacy host forms s3.amazonaws.com, s3-<region> and
-// s3.dualstack.<region> are accepted too.
+// s3.dualstack.<region> are accepted too. The fragment (such as
+// #mode=nczarr,s3&awsprofile=NAME) is not read here: it is the SOURCE's,
+// and zmap/source parses it.
 //
-// ParseURL rejects URLs carrying user information (credentials belong in
+// LocationOf rejects URLs carrying user information (credentials belong in
 // the environment or ~/.aws, not in a URL that ends up in logs) or a query
 // string, which no S3 dataset URL has.
-func ParseURL(raw string) (Location, error) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		// url.Error quotes the whole URL; that is fine, user info is
-		// rejected below only after a successful parse, so say less.
-		return Location{}, fmt.Errorf("s3: invalid URL: %w", errors.Unwrap(err))
-	}
+func LocationOf(u *url.URL) (Location, error) {
 	var loc Location
 	scheme := strings.ToLower(u.Scheme)
 	switch scheme {
@@ -94,9 +98,6 @@ func ParseURL(raw string) (Location, error) {
 	}
 	if u.Opaque != "" {
 		return Location{}, fmt.Errorf("s3: URL %s:%s has no host; write %s://host/...", u.Scheme, u.Opaque, u.Scheme)
-	}
-	if err := parseFragment(u.Fragment, &loc); err != nil {
-		return Location{}, err
 	}
 	segs, err := pathSegments(u.Path)
 	if err != nil {
@@ -138,55 +139,6 @@ func ParseURL(raw string) (Location, error) {
 	}
 	loc.Prefix = strings.Join(segs, "/")
 	return loc, nil
-}
-
-// IsS3URL reports whether raw is a URL that names an S3 dataset: an s3://
-// URL, an http(s) URL whose fragment mode list contains "s3", or an http(s)
-// URL whose host is an Amazon S3 host name. It does not validate the URL;
-// ParseURL does.
-func IsS3URL(raw string) bool {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return false
-	}
-	switch strings.ToLower(u.Scheme) {
-	case "s3":
-		return true
-	case "http", "https":
-	default:
-		return false
-	}
-	var loc Location
-	if parseFragment(u.Fragment, &loc) == nil && slices.Contains(loc.Mode, "s3") {
-		return true
-	}
-	return isAWSHost(strings.ToLower(u.Hostname()))
-}
-
-// parseFragment reads an NCZarr URL fragment: key=value pairs separated by
-// '&', where mode's value is a comma-separated list. Keys this package does
-// not use (netcdf-c has several, such as log or show) are ignored.
-func parseFragment(frag string, loc *Location) error {
-	if frag == "" {
-		return nil
-	}
-	for _, kv := range strings.Split(frag, "&") {
-		k, v, _ := strings.Cut(kv, "=")
-		switch strings.ToLower(strings.TrimSpace(k)) {
-		case "mode":
-			for _, m := range strings.Split(v, ",") {
-				if m = strings.ToLower(strings.TrimSpace(m)); m != "" {
-					loc.Mode = append(loc.Mode, m)
-				}
-			}
-		case "awsprofile", "aws.profile":
-			if v == "" {
-				return fmt.Errorf("s3: URL fragment %q names an empty profile", kv)
-			}
-			loc.Profile = v
-		}
-	}
-	return nil
 }
 
 // pathSegments splits a URL path into key segments, dropping the leading

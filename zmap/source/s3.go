@@ -14,9 +14,5 @@ type Options struct {
 }
 
 func openS3(ctx context.Context, s Source, opts Options) (zmap.Store, error) {
-	loc, err := s3.ParseURL(s.URL)
-	if err != nil {
-		return nil, err
-	}
-	return s3.Open(ctx, loc, opts.S3)
+	return s3.Open(ctx, s.S3, opts.S3)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nczarrfs/nczarrfs/zmap"
 	"github.com/nczarrfs/nczarrfs/zmap/file"
+	"github.com/nczarrfs/nczarrfs/zmap/s3"
 	"github.com/nczarrfs/nczarrfs/zmap/zip"
 )
 
@@ -27,19 +28,26 @@ const (
 	S3   Storage = "s3"
 )
 
-// Source is a parsed SOURCE.
+// Source is a parsed SOURCE: everything the user's string says, parsed
+// once.
 type Source struct {
 	Raw     string  // as given
-	Path    string  // local path for file and zip
-	URL     string  // the URL for s3, fragment included
-	Storage Storage // "" until inferred
+	Storage Storage // "" until inferred (a plain path, or a file URL without a medium)
 	Format  string  // "nczarr", "zarr" or "" (inferred by probing)
-	Params  map[string]string
+	Version int     // Zarr version the mode names (2 or 3), 0 when it names none
+	Path    string  // local path, for file and zip
+	// S3 is where an s3 source lives, its Profile taken from the
+	// fragment's awsprofile or aws.profile.
+	S3 s3.Location
+	// Params holds the fragment's other keys (netcdf-c has several, such
+	// as log or show), lower-cased, each with its value as written ("" for
+	// a bare key).
+	Params map[string]string
 }
 
-// Parse parses a SOURCE. Fragment keys follow the NCZarr spec: mode is a
-// comma-separated list of nczarr|zarr, file|zip|s3, v2, noxarray, xarray;
-// other key=value pairs (such as awsprofile) are kept in Params.
+// Parse parses a SOURCE: a plain path, or a URL (file://, s3://,
+// http(s)://) with an optional fragment that Fragment reads. An s3:// URL
+// and any http(s) URL name an S3 store, located by s3.LocationOf.
 func Parse(raw string) (Source, error) {
 	s := Source{Raw: raw, Params: map[string]string{}}
 	if !strings.Contains(raw, "://") {
@@ -51,57 +59,104 @@ func Parse(raw string) (Source, error) {
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return s, fmt.Errorf("source %q is not a valid URL: %w", raw, err)
+		// url.Error quotes the whole URL, which may hold a password.
+		return s, fmt.Errorf("source %q is not a valid URL: %w", Redact(raw), errors.Unwrap(err))
 	}
-	if err := s.parseFragment(u.Fragment); err != nil {
-		return s, fmt.Errorf("source %q: %w", raw, err)
+	f, err := ParseFragment(u.Fragment)
+	if err != nil {
+		return s, fmt.Errorf("source %q: %w", Redact(raw), err)
 	}
-	switch u.Scheme {
+	s.Storage, s.Format, s.Version, s.Params = f.Storage, f.Format, f.Version, f.Params
+	switch scheme := strings.ToLower(u.Scheme); scheme {
 	case "file":
 		if u.Host != "" && u.Host != "localhost" {
 			return s, fmt.Errorf("source %q: file URLs name no host (use file:///path)", raw)
 		}
-		s.Path = u.Path
 		if s.Storage == S3 {
 			return s, fmt.Errorf("source %q: mode s3 needs an s3:// or http(s):// URL", raw)
 		}
+		if u.Path == "" {
+			return s, fmt.Errorf("source %q: file URL names no path", raw)
+		}
+		s.Path = u.Path
 	case "s3", "http", "https":
 		if s.Storage != "" && s.Storage != S3 {
-			return s, fmt.Errorf("source %q: mode %s does not fit a %s:// URL", raw, s.Storage, u.Scheme)
+			return s, fmt.Errorf("source %q: mode %s does not fit a %s:// URL", Redact(raw), s.Storage, scheme)
 		}
 		s.Storage = S3
-		s.URL = raw
+		if s.S3, err = s3.LocationOf(u); err != nil {
+			return s, fmt.Errorf("source %q: %w", Redact(raw), err)
+		}
+		s.S3.Profile = f.Profile
 	default:
-		return s, fmt.Errorf("source %q: unsupported scheme %q (use file, s3, http or https)", raw, u.Scheme)
+		return s, fmt.Errorf("source %q: unsupported scheme %q (use file, s3, http or https)", Redact(raw), u.Scheme)
 	}
 	return s, nil
 }
 
-func (s *Source) parseFragment(frag string) error {
+// Fragment is a parsed NCZarr URL fragment.
+type Fragment struct {
+	Format  string  // "nczarr" or "zarr", "" when the mode names neither
+	Storage Storage // "" when the mode names no medium
+	Version int     // 2 or 3 (mode v2, v3), 0 when the mode names none
+	Profile string  // the AWS profile of awsprofile or aws.profile
+	Params  map[string]string
+}
+
+// ParseFragment reads an NCZarr URL fragment as netcdf-c does: key=value
+// pairs separated by '&' (a bare key has the value ""), keys matched
+// without regard to case. mode's value is a comma-separated list of words,
+// also matched without regard to case: nczarr|zarr, file|zip|s3, v2|v3,
+// xarray|noxarray; several mode keys add up. awsprofile and aws.profile
+// name the AWS profile. Every other key goes to Params.
+func ParseFragment(frag string) (Fragment, error) {
+	f := Fragment{Params: map[string]string{}}
 	if frag == "" {
-		return nil
+		return f, nil
 	}
 	for _, kv := range strings.Split(frag, "&") {
 		k, v, _ := strings.Cut(kv, "=")
-		if k != "mode" {
-			s.Params[k] = v
+		switch k = strings.ToLower(strings.TrimSpace(k)); k {
+		case "":
 			continue
-		}
-		for _, m := range strings.Split(v, ",") {
-			switch m {
-			case "nczarr", "zarr":
-				s.Format = m
-			case "file", "zip", "s3":
-				if s.Storage != "" && s.Storage != Storage(m) {
-					return fmt.Errorf("mode names two storage media, %s and %s", s.Storage, m)
-				}
-				s.Storage = Storage(m)
-			case "v2", "xarray", "noxarray", "":
-			case "v3":
-				return errors.New("mode v3: Zarr version 3 is not supported")
-			default:
-				return fmt.Errorf("unknown mode %q (want nczarr|zarr, file|zip|s3, v2, noxarray)", m)
+		case "mode":
+			if err := f.addModes(v); err != nil {
+				return f, err
 			}
+		case "awsprofile", "aws.profile":
+			if v == "" {
+				return f, fmt.Errorf("%s names an empty profile", k)
+			}
+			f.Profile = v
+		default:
+			f.Params[k] = v
+		}
+	}
+	return f, nil
+}
+
+func (f *Fragment) addModes(list string) error {
+	for _, m := range strings.Split(list, ",") {
+		switch m = strings.ToLower(strings.TrimSpace(m)); m {
+		case "nczarr", "zarr":
+			if f.Format != "" && f.Format != m {
+				return fmt.Errorf("mode names two formats, %s and %s", f.Format, m)
+			}
+			f.Format = m
+		case "file", "zip", "s3":
+			if f.Storage != "" && f.Storage != Storage(m) {
+				return fmt.Errorf("mode names two storage media, %s and %s", f.Storage, m)
+			}
+			f.Storage = Storage(m)
+		case "v2", "v3":
+			v := int(m[1] - '0')
+			if f.Version != 0 && f.Version != v {
+				return fmt.Errorf("mode names two Zarr versions, v%d and %s", f.Version, m)
+			}
+			f.Version = v
+		case "xarray", "noxarray", "":
+		default:
+			return fmt.Errorf("unknown mode %q (want nczarr|zarr, file|zip|s3, v2|v3, xarray|noxarray)", m)
 		}
 	}
 	return nil

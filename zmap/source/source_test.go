@@ -3,35 +3,52 @@ package source
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/nczarrfs/nczarrfs/zmap/s3"
 )
 
 func TestParse(t *testing.T) {
 	tests := []struct {
 		raw     string
-		path    string
-		storage Storage
-		format  string
+		want    Source // Raw is filled in from raw; nil Params means none
 		errPart string
 	}{
-		{raw: "/data/x.zip", path: "/data/x.zip"},
-		{raw: "relative/dir", path: "relative/dir"},
-		{raw: "file:///data/x.zip#mode=nczarr,zip", path: "/data/x.zip", storage: Zip, format: "nczarr"},
-		{raw: "file:///data/x.file#mode=zarr,file", path: "/data/x.file", storage: File, format: "zarr"},
-		{raw: "file:///data/x.file#mode=nczarr,file,noxarray,v2", path: "/data/x.file", storage: File, format: "nczarr"},
-		{raw: "file:///data/my%20data.file", path: "/data/my data.file"},
-		{raw: "file:///x#mode=nczarr", path: "/x", format: "nczarr"},
-		{raw: "s3://bucket/key", storage: S3},
-		{raw: "https://s3.us-west-2.amazonaws.com/bucket/key#mode=nczarr,s3", storage: S3, format: "nczarr"},
-		{raw: "http://127.0.0.1:9000/bucket/key", storage: S3},
+		{raw: "/data/x.zip", want: Source{Path: "/data/x.zip"}},
+		{raw: "relative/dir", want: Source{Path: "relative/dir"}},
+		{raw: "file:///data/x.zip#mode=nczarr,zip", want: Source{Path: "/data/x.zip", Storage: Zip, Format: "nczarr"}},
+		{raw: "file:///data/x.file#mode=zarr,file", want: Source{Path: "/data/x.file", Storage: File, Format: "zarr"}},
+		{raw: "file:///data/x.file#mode=nczarr,file,noxarray,v2", want: Source{Path: "/data/x.file", Storage: File, Format: "nczarr", Version: 2}},
+		{raw: "file:///data/my%20data.file", want: Source{Path: "/data/my data.file"}},
+		{raw: "file:///x#mode=nczarr", want: Source{Path: "/x", Format: "nczarr"}},
+		{raw: "FILE://localhost/x#MODE=ZARR,ZIP,V3", want: Source{Path: "/x", Storage: Zip, Format: "zarr", Version: 3}},
+		{raw: "file:///x#mode=nczarr&mode=zip", want: Source{Path: "/x", Storage: Zip, Format: "nczarr"}},
+		{raw: "file:///x#mode= nczarr , file ,", want: Source{Path: "/x", Storage: File, Format: "nczarr"}},
+		{raw: "file:///x#log&show=fetch&mode=zarr", want: Source{Path: "/x", Format: "zarr", Params: map[string]string{"log": "", "show": "fetch"}}},
+		{raw: "s3://bucket/key", want: Source{Storage: S3, S3: s3.Location{Bucket: "bucket", Prefix: "key"}}},
+		// The same fragment rules as for files, with the profile keys.
+		{raw: "s3://b/k#mode=NCZarr,S3&aws.profile=p", want: Source{Storage: S3, Format: "nczarr", S3: s3.Location{Bucket: "b", Prefix: "k", Profile: "p"}}},
+		{raw: "s3://datasetbucket/rootkey#mode=nczarr&awsprofile=unidata", want: Source{Storage: S3, Format: "nczarr", S3: s3.Location{Bucket: "datasetbucket", Prefix: "rootkey", Profile: "unidata"}}},
+		{raw: "s3://b/k#AWSPROFILE=Mixed.Case", want: Source{Storage: S3, S3: s3.Location{Bucket: "b", Prefix: "k", Profile: "Mixed.Case"}}},
+		{raw: "https://s3.us-west-2.amazonaws.com/bucket/key#mode=nczarr,s3", want: Source{Storage: S3, Format: "nczarr", S3: s3.Location{Bucket: "bucket", Prefix: "key", Region: "us-west-2"}}},
+		{raw: "http://127.0.0.1:9000/bucket/key", want: Source{Storage: S3, S3: s3.Location{Bucket: "bucket", Prefix: "key", Endpoint: "http://127.0.0.1:9000", Insecure: true}}},
+		{raw: "https://ceph.example.org:7480/b/x/y#mode=zarr,s3&awsprofile=ceph", want: Source{Storage: S3, Format: "zarr", S3: s3.Location{Bucket: "b", Prefix: "x/y", Endpoint: "https://ceph.example.org:7480", Profile: "ceph"}}},
+
 		{raw: "file:///x#mode=bogus", errPart: `unknown mode "bogus"`},
 		{raw: "file:///x#mode=zip,file", errPart: "two storage media"},
+		{raw: "file:///x#mode=zarr,nczarr", errPart: "two formats"},
+		{raw: "file:///x#mode=v2,v3", errPart: "two Zarr versions"},
 		{raw: "file:///x#mode=nczarr,s3", errPart: "mode s3 needs"},
 		{raw: "s3://b/k#mode=zip", errPart: "does not fit"},
-		{raw: "file:///x#mode=v3", errPart: "version 3"},
+		{raw: "s3://b/k#awsprofile=", errPart: "empty profile"},
+		{raw: "s3://b/k#aws.profile", errPart: "empty profile"},
+		{raw: "s3://b:9000/k", errPart: "port"},
+		{raw: "https://user:secret@host/b/k", errPart: "user information"},
 		{raw: "ftp://host/x", errPart: "unsupported scheme"},
 		{raw: "file://otherhost/x", errPart: "no host"},
+		{raw: "file://", errPart: "no path"},
 		{raw: "", errPart: "empty source"},
 	}
 	for _, tt := range tests {
@@ -40,16 +57,49 @@ func TestParse(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.errPart) {
 				t.Errorf("Parse(%q) error = %v, want one containing %q", tt.raw, err, tt.errPart)
 			}
+			if err != nil && strings.Contains(err.Error(), "secret") {
+				t.Errorf("Parse(%q) error %q repeats the password", tt.raw, err)
+			}
 			continue
 		}
 		if err != nil {
 			t.Errorf("Parse(%q): %v", tt.raw, err)
 			continue
 		}
-		if s.Path != tt.path || s.Storage != tt.storage || s.Format != tt.format {
-			t.Errorf("Parse(%q) = path %q storage %q format %q; want %q %q %q", tt.raw, s.Path, s.Storage, s.Format, tt.path, tt.storage, tt.format)
+		tt.want.Raw = tt.raw
+		if tt.want.Params == nil {
+			tt.want.Params = map[string]string{}
+		}
+		if !reflect.DeepEqual(s, tt.want) {
+			t.Errorf("Parse(%q) =\n\t%+v\nwant\n\t%+v", tt.raw, s, tt.want)
 		}
 	}
+}
+
+// FuzzParse checks that Parse never panics, and that an accepted S3
+// source has a bucket and an accepted local one a path.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		"/data/x.zip",
+		"file:///data/x.zip#mode=nczarr,zip",
+		"s3://b/k#mode=NCZarr,S3&aws.profile=p",
+		"http://127.0.0.1:9000/bucket/key#mode=zarr,s3&log",
+		"https://u:p@host/b",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		s, err := Parse(raw)
+		if err != nil {
+			return
+		}
+		if s.Storage == S3 && s.S3.Bucket == "" {
+			t.Errorf("Parse(%q): S3 source without a bucket", raw)
+		}
+		if s.Storage != S3 && s.Path == "" {
+			t.Errorf("Parse(%q): local source without a path", raw)
+		}
+	})
 }
 
 func TestOpenLocalErrors(t *testing.T) {
