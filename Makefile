@@ -22,9 +22,13 @@ demo:
 	$(GO) build -o $(BIN) ./cmd/nczarrfs
 	scripts/demo.sh $(BIN) $(SAMPLE) $(MNT)
 
+# staticcheck at a pinned version (2026.2.2), built and cached by go run.
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
 
 # Runs of every fuzz target (seeds plus 100,000 executions each).
 fuzz:
