@@ -1,0 +1,544 @@
+"""The nczarrfs throughput benchmark: bench/run.sh (make bench) runs it.
+
+    /usr/bin/python3 bench/run.py NCZARRFS INPROC [--docs docs/performance.md]
+
+NCZARRFS is the nczarrfs binary, INPROC bench/inproc built. It writes the
+datasets (bench/gen.py) into ${NCZARRFS_CACHE:-~/.cache/nczarrfs}/bench,
+starts a MinIO on 127.0.0.1 over a data directory kept there too, uploads
+what the bucket lacks, measures, stops MinIO, prints the tables and writes
+them, with the machine they were measured on, into the docs file. The
+datasets are kept for the next run (about 3 GiB with MinIO's copies);
+--prepare only writes and uploads them, which takes the first run's extra
+minutes out of the measuring.
+
+Every cold run starts with `sync; echo 3 > /proc/sys/vm/drop_caches` (so
+each tool reads from disk, MinIO's included) and a fresh mount or a fresh
+process. Each figure is the median of BENCH_RUNS runs (default 5) that
+alternate the order of the tools. BENCH_QUICK=1 checks the harness in a few
+minutes: small datasets (bench/gen.py) kept in bench-quick/, one run of
+each, no 4 GiB memory measurement, and the docs file left alone.
+
+Environment: MINIO_BIN (default $NCZARRFS_CACHE/bin/minio), BENCH_RUNS,
+BENCH_QUICK, NCZARRFS_CACHE.
+"""
+
+import argparse
+import contextlib
+import ctypes
+import datetime
+import json
+import math
+import os
+import platform
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PY = "/usr/bin/python3"
+MiB = 1 << 20
+
+CODECS = ["none", "zstd", "blosc_lz4"]
+# Target ratio of zarr-python's time to nczarrfs's, by codec.
+RATIO_TARGET = {"none": 2.0, "zstd": 1.6, "blosc_lz4": 2.0}
+BUCKET = "bench"
+SLICE_T = 101  # the 2-D slice of the random-access read (of 256), inside chunk row 25
+
+# Bench-only credentials of the MinIO the benchmark starts; not secrets.
+S3_USER, S3_PASSWORD, S3_REGION = "nczarrfs-bench", "nczarrfs-bench-secret", "us-east-1"
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def log(msg):
+    print(f"bench: {msg}", file=sys.stderr, flush=True)
+
+
+def die_with_parent():
+    """preexec_fn: the child gets SIGKILL when the benchmark dies."""
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def drop_caches():
+    """Empties the page cache so that the next read comes from disk."""
+    os.sync()
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3\n")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def median(xs):
+    return statistics.median(xs)
+
+
+def mark(ok, target):
+    """A target with whether this run met it."""
+    return f"{target} {'✓' if ok else '✗'}"
+
+
+# ---------------------------------------------------------------- MinIO
+
+class MinIO:
+    """A MinIO server on 127.0.0.1 over a kept data directory."""
+
+    def __init__(self, binary, data):
+        self.binary, self.data = binary, data
+        self.addr = f"127.0.0.1:{free_port()}"
+        self.endpoint = f"http://{self.addr}"
+        self.env = {
+            "AWS_ENDPOINT_URL": self.endpoint,
+            "AWS_ACCESS_KEY_ID": S3_USER,
+            "AWS_SECRET_ACCESS_KEY": S3_PASSWORD,
+            "AWS_REGION": S3_REGION,
+            "AWS_EC2_METADATA_DISABLED": "true",
+        }
+
+    def __enter__(self):
+        os.makedirs(self.data, exist_ok=True)
+        self.logf = open(os.path.join(os.path.dirname(self.data), "minio.log"), "ab")
+        env = {
+            "PATH": os.environ["PATH"], "HOME": os.path.dirname(self.data),
+            "MINIO_ROOT_USER": S3_USER, "MINIO_ROOT_PASSWORD": S3_PASSWORD,
+            "MINIO_BROWSER": "off", "MINIO_UPDATE": "off", "MINIO_CI_CD": "1",
+        }
+        self.proc = subprocess.Popen(
+            [self.binary, "server", "--quiet", "--address", self.addr,
+             "--console-address", f"127.0.0.1:{free_port()}", self.data],
+            env=env, stdout=self.logf, stderr=self.logf, preexec_fn=die_with_parent)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(self.endpoint + "/minio/health/live", timeout=2) as r:
+                    if r.status == 200:
+                        return self
+            except OSError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"MinIO did not start; see {self.logf.name}")
+            time.sleep(0.05)
+
+    def __exit__(self, *exc):
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.logf.close()
+
+    def source(self, prefix):
+        """The nczarrfs SOURCE of the dataset under prefix."""
+        return f"{self.endpoint}/{BUCKET}/{prefix}#mode=zarr,s3"
+
+    def ensure(self, local, prefix):
+        """Uploads the local dataset directory to prefix unless the bucket
+        holds the same version of it (its done-marker object)."""
+        sys.path.insert(0, HERE)
+        os.environ.update(self.env)
+        import s3store
+        s3 = s3store.client()
+        version = open(local + ".done").read()
+        marker = f"_done/{prefix}"
+        try:
+            got = s3.get_object(Bucket=BUCKET, Key=marker)["Body"].read().decode()
+            if got == version:
+                return
+        except Exception:
+            pass
+        log(f"uploading {local} to MinIO")
+        t = time.monotonic()
+        n = s3store.upload(local, BUCKET, prefix)
+        s3.put_object(Bucket=BUCKET, Key=marker, Body=version.encode())
+        log(f"uploaded {n} objects in {time.monotonic() - t:.0f}s")
+
+
+# ---------------------------------------------------------------- mounts
+
+def mounted(mnt):
+    """Whether mnt is an nczarrfs mount, from /proc/self/mountinfo."""
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            pre, _, post = line.partition(" - ")
+            if pre.split(" ")[4] == mnt and post.startswith("fuse.nczarrfs "):
+                return True
+    return False
+
+
+class Mount:
+    """A fresh nczarrfs daemon serving source at a new temporary mountpoint.
+
+    ready is the seconds from starting the daemon to the mount showing in
+    /proc/self/mountinfo (polled every millisecond)."""
+
+    def __init__(self, binary, source, env=None, flags=(), prefix=()):
+        self.cmd = [*prefix, binary, "mount", *flags, source]
+        self.env = {**os.environ, **(env or {})}
+
+    def __enter__(self):
+        self.dir = tempfile.mkdtemp(prefix="nczarrfs-bench-")
+        self.logf = tempfile.TemporaryFile()
+        start = time.perf_counter()
+        self.proc = subprocess.Popen(self.cmd + [self.dir], env=self.env,
+                                     stdout=self.logf, stderr=self.logf, preexec_fn=die_with_parent)
+        while not mounted(self.dir):
+            if self.proc.poll() is not None:
+                self.logf.seek(0)
+                raise RuntimeError(f"{' '.join(self.cmd)} failed:\n{self.logf.read().decode()}")
+            time.sleep(0.001)
+        self.ready = time.perf_counter() - start
+        self.pid = self.proc.pid
+        return self
+
+    def __exit__(self, *exc):
+        subprocess.run(["fusermount3", "-u", self.dir], stderr=subprocess.DEVNULL)
+        try:
+            self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            subprocess.run(["fusermount3", "-uz", self.dir], stderr=subprocess.DEVNULL)
+        self.logf.close()
+        os.rmdir(self.dir)
+
+    def path(self, *parts):
+        return os.path.join(self.dir, *parts)
+
+    def cpu(self):
+        """CPU seconds (user + system) the daemon has used so far."""
+        with open(f"/proc/{self.pid}/stat") as f:
+            fields = f.read().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime
+
+    def hwm(self):
+        """The daemon's peak resident set size, in bytes (VmHWM)."""
+        with open(f"/proc/{self.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+        raise RuntimeError("no VmHWM")
+
+
+def timed(cmd, **kw):
+    """Runs cmd with stdout discarded; its wall-clock seconds."""
+    start = time.perf_counter()
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True, **kw)
+    return time.perf_counter() - start
+
+
+def timed_in(m, cmd):
+    """Runs cmd against mount m: (wall seconds, daemon CPU seconds)."""
+    cpu = m.cpu()
+    wall = timed(cmd)
+    return wall, m.cpu() - cpu
+
+
+# ---------------------------------------------------------------- the benchmark
+
+class Bench:
+    def __init__(self, args):
+        self.bin, self.inproc = args.nczarrfs, args.inproc
+        self.quick = os.environ.get("BENCH_QUICK", "") not in ("", "0")
+        self.runs = 1 if self.quick else int(os.environ.get("BENCH_RUNS", "5"))
+        cache = os.environ.get("NCZARRFS_CACHE") or os.path.expanduser("~/.cache/nczarrfs")
+        self.dir = os.path.join(cache, "bench-quick" if self.quick else "bench")
+        self.minio_bin = os.environ.get("MINIO_BIN") or os.path.join(cache, "bin", "minio")
+        self.rows = []    # throughput table
+        self.others = []  # further targets
+
+    def gen(self, *names):
+        subprocess.run([PY, os.path.join(HERE, "gen.py"), self.dir, *names], check=True)
+        return [os.path.join(self.dir, n) for n in names]
+
+    def run(self, prepare_only=False):
+        """Writes and uploads what is missing, then (unless prepare_only) measures."""
+        arrays, arrays_zip = self.gen("arrays.zarr", "arrays.zip")
+        meta = self.gen("manyarrays.zarr", "manyarraysc.zarr", "manychunks.zarr")
+        (big,) = self.gen("big.zarr")
+        with MinIO(self.minio_bin, os.path.join(self.dir, "minio")) as s3:
+            self.s3 = s3
+            for local in [arrays, *meta]:
+                s3.ensure(local, os.path.basename(local))
+            if prepare_only:
+                return
+            self.load = [os.getloadavg()[0]]
+            sources = [
+                ("directory", arrays, "dir", arrays),
+                ("zip", arrays_zip, "zip", arrays_zip),
+                ("MinIO", s3.source("arrays.zarr"), "s3", f"{BUCKET}/arrays.zarr"),
+            ]
+            with open(os.path.join(arrays, "none", ".zarray")) as f:
+                self.shape = "×".join(map(str, json.load(f)["shape"]))
+            decode = {c: self.decode(arrays, c) for c in CODECS}
+            self.array_bytes = decode["none"]["bytes"]
+            for name, src, kind, where in sources:
+                for codec in CODECS:
+                    self.throughput(name, src, kind, where, codec, decode[codec])
+            for codec in CODECS:
+                self.random_access(arrays, codec, decode[codec])
+            self.two_readers(arrays, "zstd", decode["zstd"]["bytes"])
+            self.memory(big)
+            self.metadata()
+            self.load.append(os.getloadavg()[0])
+
+    # Each tool's cold read of a whole array.
+
+    def nczarrfs_read(self, src, codec):
+        drop_caches()
+        with Mount(self.bin, src, env=self.s3.env) as m:
+            wall, cpu = timed_in(m, ["cat", m.path(codec, "data")])
+        return wall, cpu
+
+    def zarr_read(self, kind, where, codec, t=None):
+        drop_caches()
+        cmd = [PY, os.path.join(HERE, "zarrread.py"), kind, where, codec]
+        if t is not None:
+            cmd.append(str(t))
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True,
+                             env={**os.environ, **self.s3.env, "PYTHONPATH": HERE})
+        return float(out.stdout)
+
+    def inproc_run(self, mode, src, codec, *extra):
+        drop_caches()
+        # Two cores for the decoders, whatever the machine has.
+        env = {**os.environ, **self.s3.env, "GOMAXPROCS": "2"}
+        out = subprocess.run([self.inproc, mode, src, codec, *extra], capture_output=True,
+                             text=True, check=True, env=env)
+        return json.loads(out.stdout)
+
+    def decode(self, arrays, codec):
+        runs = [self.inproc_run("decode", arrays, codec) for _ in range(self.runs)]
+        r = sorted(runs, key=lambda r: r["seconds"])[len(runs) // 2]  # the median run
+        log(f"decode {codec}: {r['seconds']:.3f}s")
+        return r
+
+    def throughput(self, name, src, kind, where, codec, decode):
+        ncz, cpu, zarr, inproc = [], [], [], []
+
+        def measure(tool):
+            if tool == "nczarrfs":
+                wall, daemon = self.nczarrfs_read(src, codec)
+                ncz.append(wall)
+                cpu.append(daemon / wall)
+            elif tool == "zarr-python":
+                zarr.append(self.zarr_read(kind, where, codec))
+            else:
+                inproc.append(self.inproc_run("read", src, codec)["seconds"])
+
+        order = ["nczarrfs", "zarr-python", "in-process"]
+        for i in range(self.runs):
+            for tool in order if i % 2 == 0 else order[::-1]:
+                measure(tool)
+        t_ncz, t_zarr, t_in = median(ncz), median(zarr), median(inproc)
+        log(f"{name} {codec}: nczarrfs {t_ncz:.3f}s zarr-python {t_zarr:.3f}s in-process {t_in:.3f}s")
+        size = decode["bytes"] / MiB
+        ratio, target = t_zarr / t_ncz, RATIO_TARGET[codec]
+        self.rows.append([
+            name, codec.replace("_", "-"),
+            f"{size / t_ncz:.0f}", f"{size / t_zarr:.0f}",
+            f"{ratio:.2f} ({mark(ratio >= target, f'≥ {target}')})",
+            f"{size / t_in:.0f}", f"{100 * t_in / t_ncz:.0f}% ({mark(t_in / t_ncz >= 0.75, '≥ 75%')})",
+            f"{size / decode['seconds']:.0f}",
+            f"{100 * decode['seconds'] / t_in:.0f}% ({mark(decode['seconds'] / t_in >= 0.85, '≥ 85%')})",
+            f"{median(cpu):.2f}",
+        ])
+
+    # Further targets.
+
+    def random_access(self, arrays, codec, decode):
+        """Reads one 2-D slice a[t] from the middle of chunk row t // 4:
+        nczarrfs with one dd read on a fresh mount, zarr-python's a[t], the
+        in-process ReadAt, next to the cost of decoding one chunk row."""
+        with open(os.path.join(arrays, codec, ".zarray")) as f:
+            shape = json.load(f)["shape"]
+        t = shape[0] * SLICE_T // 256
+        slice_bytes = 4 * shape[1] * shape[2]
+        ncz, cpu, zarr, inproc = [], [], [], []
+        for _ in range(self.runs):
+            drop_caches()
+            with Mount(self.bin, arrays) as m:
+                w, c = timed_in(m, ["dd", f"if={m.path(codec, 'data')}", "of=/dev/null", f"bs={slice_bytes}",
+                                    f"skip={t}", "count=1", "status=none"])
+            ncz.append(w)
+            cpu.append(c)
+            zarr.append(self.zarr_read("dir", arrays, codec, t))
+            inproc.append(self.inproc_run("slice", arrays, codec, str(t))["seconds"])
+        row_cpu = decode["chunk_seconds"] / decode["chunks"] * decode["row_chunks"]
+        self.others.append([
+            f"read one 2-D slice a[{t}] ({slice_bytes // MiB} MiB), cold, directory, {codec.replace('_', '-')}",
+            f"{1000 * median(ncz):.1f} ms with dd, daemon CPU {1000 * median(cpu):.1f} ms",
+            f"zarr-python a[t] {1000 * median(zarr):.1f} ms; in-process {1000 * median(inproc):.1f} ms; "
+            f"one chunk row = {decode['row_chunks']} decodes = {1000 * row_cpu:.1f} ms CPU",
+            "about one chunk row of decodes",
+        ])
+
+    def two_readers(self, arrays, codec, nbytes):
+        """Two cats of the same data at once on one fresh mount, against one
+        alone on a mount whose daemon has one core (taskset -c 0)."""
+        alone, each = [], []
+        for _ in range(self.runs):
+            drop_caches()
+            with Mount(self.bin, arrays, prefix=["taskset", "-c", "0"]) as m:
+                alone.append(timed(["cat", m.path(codec, "data")]))
+            drop_caches()
+            with Mount(self.bin, arrays) as m:
+                data = m.path(codec, "data")
+                start = time.perf_counter()
+                procs = [subprocess.Popen(["cat", data], stdout=subprocess.DEVNULL) for _ in range(2)]
+                ends = []
+                for p in procs:
+                    if p.wait() != 0:
+                        raise RuntimeError("cat failed")
+                    ends.append(time.perf_counter() - start)
+                each.append(max(ends))
+        size = nbytes / MiB
+        self.others.append([
+            f"two cats of the same data at once, fresh mount, directory, {codec}",
+            f"each {size / median(each):.0f} MiB/s (the slower one)",
+            f"one alone, daemon on 1 core (taskset -c 0): {size / median(alone):.0f} MiB/s",
+            mark(median(each) <= median(alone) / 0.8, "each about as fast as one alone on a 1-core share (≥ 80%)"),
+        ])
+
+    def memory(self, big):
+        """Peak RSS of a daemon with --cache-size 128MiB reading the big array
+        once (one run: it is a memory figure, not a time)."""
+        drop_caches()
+        with Mount(self.bin, big, flags=["--cache-size", "128MiB"]) as m:
+            size = os.path.getsize(m.path("big", "data"))
+            wall, cpu = timed_in(m, ["cat", m.path("big", "data")])
+            hwm = m.hwm()
+        self.others.append([
+            f"peak RSS (VmHWM) of the daemon reading a {size / (1 << 30):.1f} GiB zstd array, "
+            "--cache-size 128MiB, directory",
+            f"{hwm / MiB:.0f} MiB",
+            f"the cat took {wall:.1f} s ({size / MiB / wall:.0f} MiB/s, daemon CPU / wall {cpu / wall:.2f})",
+            mark(hwm / MiB < 400, "< 400 MiB"),
+        ])
+
+    def metadata(self):
+        """Mount time of 1,000 arrays; ls and first byte of 100,000 chunks; from MinIO."""
+        for prefix, what in [("manyarrays.zarr", "without .zmetadata"), ("manyarraysc.zarr", "with .zmetadata")]:
+            ready = []
+            for _ in range(self.runs):
+                drop_caches()
+                with Mount(self.bin, self.s3.source(prefix), env=self.s3.env) as m:
+                    ready.append(m.ready)
+                    n = sum(e.is_dir() and not e.name.startswith(".") for e in os.scandir(m.dir))
+            self.others.append([f"mount a group of {n:,} arrays {what}, MinIO", f"{median(ready):.2f} s",
+                                "from starting the daemon to the mount in /proc/self/mountinfo",
+                                mark(median(ready) < 2, "< 2 s")])
+        src = self.s3.source("manychunks.zarr")
+        first, ls, entries = [], [], 0
+        for _ in range(self.runs):
+            drop_caches()
+            with Mount(self.bin, src, env=self.s3.env) as m:
+                start = time.perf_counter()
+                with open(m.path("a", "data"), "rb", buffering=0) as f:
+                    if len(f.read(1)) != 1:
+                        raise RuntimeError("no first byte")
+                first.append(time.perf_counter() - start)
+            drop_caches()
+            with Mount(self.bin, src, env=self.s3.env) as m:
+                ls.append(timed(["ls", m.path("a")]))
+                entries = len(os.listdir(m.path("a")))
+        with open(os.path.join(self.dir, "manychunks.zarr", "a", ".zarray")) as f:
+            z = json.load(f)
+        chunks = math.prod(-(-n // c) for n, c in zip(z["shape"], z["chunks"]))
+        self.others.append([f"ls of an array directory of {chunks:,} chunks ({entries:,} entries), "
+                            "fresh mount, MinIO", f"{median(ls):.2f} s", "",
+                            mark(median(ls) < 5, "< 5 s")])
+        self.others.append(["first byte of that array's data after the mount is ready, MinIO",
+                            f"{1000 * median(first):.1f} ms", "open and read(1) on a fresh mount",
+                            mark(median(first) < 0.1, "< 100 ms")])
+
+
+# ---------------------------------------------------------------- output
+
+def table(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def machine():
+    cpu = "?"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    with open("/proc/meminfo") as f:
+        mem = int(re.search(r"MemTotal:\s+(\d+)", f.read()).group(1)) * 1024
+    go = subprocess.run(["go", "version"], capture_output=True, text=True).stdout.strip()
+    commit = subprocess.run(["git", "-C", HERE, "describe", "--always", "--dirty"],
+                            capture_output=True, text=True).stdout.strip()
+    return (f"{os.cpu_count()} CPUs ({cpu}), {mem / (1 << 30):.1f} GiB memory, "
+            f"Linux {platform.release()}, {go}, commit {commit}, "
+            f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
+
+
+def report(b, seconds):
+    mode = "BENCH_QUICK=1, one run each" if b.quick else f"median of {b.runs} alternating runs"
+    return "\n".join([
+        f"Measured on {machine()}; {mode}; every run cold (page cache dropped first); "
+        f"the benchmark took {seconds / 60:.1f} min; load average (1 min) "
+        f"{b.load[0]:.1f} at the start and {b.load[1]:.1f} at the end, on {os.cpu_count()} CPUs.",
+        "",
+        f"Reading a whole {b.array_bytes // MiB} MiB float32 array ({b.shape}, chunks 4×256×256, "
+        "11 mantissa bits kept), MiB/s:",
+        "",
+        table(["source", "codec", "nczarrfs cat", "zarr-python", "zarr-python time / nczarrfs time",
+               "in-process", "mount / in-process", "decoders, 2 cores", "in-process / decoders",
+               "daemon CPU / wall"], b.rows),
+        "",
+        "Further targets:",
+        "",
+        table(["measure", "nczarrfs", "for comparison", "target"], b.others),
+    ])
+
+
+def update_docs(path, text):
+    begin, end = "<!-- bench:begin -->", "<!-- bench:end -->"
+    with open(path) as f:
+        doc = f.read()
+    i, j = doc.index(begin) + len(begin), doc.index(end)
+    with open(path, "w") as f:
+        f.write(doc[:i] + "\n" + text + "\n" + doc[j:])
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("nczarrfs")
+    p.add_argument("inproc")
+    p.add_argument("--docs", help="file whose bench:begin/bench:end section gets the tables")
+    p.add_argument("--prepare", action="store_true", help="only write and upload the datasets")
+    args = p.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("bench: run as root (it drops the page cache before every cold run)")
+    start = time.monotonic()
+    b = Bench(args)
+    b.run(prepare_only=args.prepare)
+    if args.prepare:
+        log(f"datasets ready in {b.dir}")
+        return
+    text = report(b, time.monotonic() - start)
+    print(text)
+    if args.docs and b.quick:
+        log(f"BENCH_QUICK: {args.docs} left alone")
+    elif args.docs:
+        update_docs(args.docs, text)
+        log(f"wrote the tables to {args.docs}")
+
+
+if __name__ == "__main__":
+    main()
