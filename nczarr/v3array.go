@@ -132,7 +132,7 @@ func parseKeyEncoding(v any) (keyEncoding, error) {
 	if cfg, ok := m["configuration"].(map[string]any); ok {
 		if s, ok := cfg["separator"].(string); ok {
 			if s != "/" && s != "." {
-				return k, fmt.Errorf("chunk_key_encoding separator %q is not / or .", s)
+				return k, fmt.Errorf("chunk_key_encoding separator %q is neither \"/\" nor \".\"", s)
 			}
 			k.sep = s
 		}
@@ -185,7 +185,7 @@ func (a *Array) loadV3(ctx context.Context, key string, alloc cache.Alloc, cpu c
 	}
 	leaf := a.v3.pipe
 	var raw []byte
-	put := func() {}
+	var put func()
 	if leaf.shard == nil {
 		var err error
 		raw, put, err = a.readRaw(ctx, key, size)

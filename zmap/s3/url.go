@@ -97,7 +97,7 @@ func LocationOf(u *url.URL) (Location, error) {
 		return Location{}, errors.New("s3: URL must not have a query string")
 	}
 	if u.Opaque != "" {
-		return Location{}, fmt.Errorf("s3: URL %s:%s has no host; write %s://host/...", u.Scheme, u.Opaque, u.Scheme)
+		return Location{}, fmt.Errorf("s3: URL %s:%s has no host (write %s://host/path)", u.Scheme, u.Opaque, u.Scheme)
 	}
 	segs, err := pathSegments(u.Path)
 	if err != nil {

@@ -28,8 +28,6 @@ func TestDecodeNumcodecs(t *testing.T) {
 	}
 }
 
-func head(b []byte) []byte { return b[:min(len(b), 48)] }
-
 func TestChecksumMismatch(t *testing.T) {
 	n := 0
 	for _, c := range cases(t) {
