@@ -31,6 +31,14 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-command -v go >/dev/null || { echo "Go is not installed (https://go.dev/dl/)" >&2; exit 1; }
+# The minimum Go is go.mod's go line (README.md, docs/install.md).
+go_min=$(awk '$1 == "go" { print $2; exit }' "$(dirname "$0")/../go.mod")
+command -v go >/dev/null || { echo "Go $go_min or newer is needed and not installed: https://go.dev/dl/" >&2; exit 1; }
+go_have=$(go env GOVERSION)
+go_have=${go_have#go}
+if [[ $(printf '%s\n%s\n' "$go_min" "${go_have%%[ -]*}" | sort -V | head -1) != "$go_min" ]]; then
+  echo "Go $go_min or newer is needed; $(command -v go) is go$go_have: https://go.dev/dl/" >&2
+  exit 1
+fi
 go mod download
 $run_only || "$(dirname "$0")/install-zarrita.sh" >/dev/null
