@@ -1,7 +1,10 @@
 // Package fusefs exposes an opened dataset as a read-only go-fuse node
 // tree. It is a thin adapter: directories and stored objects come from the
 // zmap.Store, each array directory gains a synthesized `data` file served
-// by nczarr.Array.ReadAt, and errors become errnos in one place (errno.go).
+// by nczarr.Array.ReadAt, the files of package describe are added beside
+// them (synth.go), attributes are also extended attributes (xattr.go),
+// times come from the store (times.go), and errors become errnos in one
+// place (errno.go).
 package fusefs
 
 import (
@@ -37,6 +40,15 @@ type Options struct {
 	CacheTimeout time.Duration
 	// Stats holds the counters shown in .nczarrfs; nil counts errors only.
 	Stats *stats.Mount
+	// Name is the dataset's name on the first line of header.cdl, as
+	// ncdump names it (the source's base name without extension). ""
+	// means "dataset".
+	Name string
+	// UID and GID own every file and folder; nil means the user and group
+	// running the mount.
+	UID, GID *uint32
+	// Umask clears permission bits from files (0444) and folders (0555).
+	Umask uint32
 }
 
 // tree is what every node shares.
@@ -46,13 +58,18 @@ type tree struct {
 	rep   *reporter
 	uid   uint32
 	gid   uint32
-	mtime uint64
+	umask uint32
+	name  string // of the dataset, in header.cdl
 	stats *stats.Mount
+	times modTimes   // of directories (times.go)
+	xattr xattrCache // of groups and arrays (xattr.go)
+	files sync.Map   // array path -> *arrayFiles (synth.go)
 }
 
 // NewRoot returns the root node of the tree for ds, whose objects are in
-// store.
-func NewRoot(ds *nczarr.Dataset, store zmap.Store, log *slog.Logger) fs.InodeEmbedder {
+// store. Of opts, all but the mount options are used.
+func NewRoot(ds *nczarr.Dataset, store zmap.Store, opts Options) fs.InodeEmbedder {
+	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
 	}
@@ -62,10 +79,22 @@ func NewRoot(ds *nczarr.Dataset, store zmap.Store, log *slog.Logger) fs.InodeEmb
 		rep:   &reporter{log: log, seen: map[string]bool{}},
 		uid:   uint32(os.Getuid()),
 		gid:   uint32(os.Getgid()),
-		mtime: uint64(time.Now().Unix()),
+		umask: opts.Umask & 0o777,
+		name:  opts.Name,
+		times: modTimes{started: time.Now(), dirs: map[string]time.Time{}},
+		xattr: xattrCache{byPath: map[string][]xattr{}},
 	}
-	t.setStats(nil)
-	return &dir{t: t, key: "", array: ds.Array("")}
+	if opts.UID != nil {
+		t.uid = *opts.UID
+	}
+	if opts.GID != nil {
+		t.gid = *opts.GID
+	}
+	if t.name == "" {
+		t.name = "dataset"
+	}
+	t.setStats(opts.Stats)
+	return t.newDirNode("")
 }
 
 // Mount mounts the tree at mountpoint, read-only, and returns the running
@@ -90,9 +119,7 @@ func Mount(mountpoint string, ds *nczarr.Dataset, store zmap.Store, opts Options
 			MaxWrite: 1 << 20,
 		},
 	}
-	root := NewRoot(ds, store, opts.Logger)
-	root.(*dir).t.setStats(opts.Stats)
-	return fs.Mount(mountpoint, root, fsOpts)
+	return fs.Mount(mountpoint, NewRoot(ds, store, opts), fsOpts)
 }
 
 // ino gives every key a stable inode number, so tools that compare inode
@@ -108,13 +135,16 @@ func ino(kind byte, key string) uint64 {
 	return n
 }
 
+// fill fills a with the given mode (less the umask), size and inode
+// number, the mount's owner, and the mount's start as the times, which the
+// nodes replace with their own (stamp, times.go).
 func (t *tree) fill(a *fuse.Attr, mode uint32, size uint64, inode uint64) {
-	a.Mode = mode
+	a.Mode = mode &^ t.umask
 	a.Size = size
 	a.Ino = inode
 	a.Nlink = 1
 	a.Uid, a.Gid = t.uid, t.gid
-	a.Mtime, a.Ctime, a.Atime = t.mtime, t.mtime, t.mtime
+	stamp(a, t.times.started)
 	a.Blksize = 1 << 16
 	a.Blocks = (size + 511) / 512
 }
@@ -123,9 +153,10 @@ func (t *tree) fill(a *fuse.Attr, mode uint32, size uint64, inode uint64) {
 // chunk folders of dimension_separator "/").
 type dir struct {
 	fs.Inode
-	t     *tree
-	key   string
-	array *nczarr.Array // nil unless this is an array
+	attrNode // the group's or array's attributes
+	t        *tree
+	key      string
+	array    *nczarr.Array // nil unless this is an array
 
 	// listing is the last Search of key, kept so that the lookups that
 	// follow a readdir (ls -l) cost no store request: on S3 each would be
@@ -135,13 +166,26 @@ type dir struct {
 }
 
 var (
-	_ fs.NodeLookuper  = (*dir)(nil)
-	_ fs.NodeReaddirer = (*dir)(nil)
-	_ fs.NodeGetattrer = (*dir)(nil)
+	_ fs.NodeLookuper   = (*dir)(nil)
+	_ fs.NodeReaddirer  = (*dir)(nil)
+	_ fs.NodeGetattrer  = (*dir)(nil)
+	_ fs.NodeGetxattrer = (*dir)(nil)
 )
+
+// newDirNode returns the node of the directory key.
+func (t *tree) newDirNode(key string) *dir {
+	return &dir{t: t, key: key, array: t.ds.Array(key), attrNode: t.attrNode(key)}
+}
+
+// attrNode returns the extended attributes of the directory key: those
+// of its group or array, none for other prefixes.
+func (t *tree) attrNode(key string) attrNode {
+	return attrNode{xt: t, xpath: key, has: t.ds.Group(key) != nil || t.ds.Array(key) != nil}
+}
 
 func (d *dir) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	d.t.fill(&out.Attr, fuse.S_IFDIR|0o555, 0, d.StableAttr().Ino)
+	stamp(&out.Attr, d.t.dirTime(ctx, d.key))
 	out.Nlink = 2
 	return 0
 }
@@ -151,8 +195,8 @@ func (d *dir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.
 		return in, errno
 	}
 	if d.array != nil && name == DataName {
-		n := &data{t: d.t, array: d.array}
-		n.attr(&out.Attr)
+		n := &data{t: d.t, array: d.array, attrNode: d.attrNode}
+		n.attr(ctx, &out.Attr)
 		return d.NewInode(ctx, n, fs.StableAttr{Mode: fuse.S_IFREG, Ino: out.Ino}), 0
 	}
 	key := zmap.Join(d.key, name)
@@ -170,12 +214,12 @@ func (d *dir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.
 		case e.Dir:
 			return d.newDir(ctx, key, out), 0
 		default:
-			return d.newObject(ctx, key, e.Size, out), 0
+			return d.newObject(ctx, key, e, out), 0
 		}
 	}
-	size, err := d.t.store.Size(ctx, key)
+	e, err := d.t.store.Stat(ctx, key)
 	if err == nil {
-		return d.newObject(ctx, key, size, out), 0
+		return d.newObject(ctx, key, e, out), 0
 	}
 	if !errors.Is(err, zmap.ErrNotFound) {
 		return nil, d.t.rep.errno("lookup", key, err)
@@ -192,15 +236,16 @@ func (d *dir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.
 }
 
 func (d *dir) newDir(ctx context.Context, key string, out *fuse.EntryOut) *fs.Inode {
-	n := &dir{t: d.t, key: key, array: d.t.ds.Array(key)}
+	n := d.t.newDirNode(key)
 	d.t.fill(&out.Attr, fuse.S_IFDIR|0o555, 0, ino('d', key))
+	stamp(&out.Attr, d.t.dirTime(ctx, key))
 	out.Nlink = 2
 	return d.NewInode(ctx, n, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: out.Ino})
 }
 
-func (d *dir) newObject(ctx context.Context, key string, size int64, out *fuse.EntryOut) *fs.Inode {
-	n := &object{t: d.t, key: key, size: size}
-	d.t.fill(&out.Attr, fuse.S_IFREG|0o444, uint64(size), ino('o', key))
+func (d *dir) newObject(ctx context.Context, key string, e zmap.Entry, out *fuse.EntryOut) *fs.Inode {
+	n := &object{t: d.t, key: key, size: e.Size, mtime: e.ModTime}
+	n.attr(&out.Attr)
 	return d.NewInode(ctx, n, fs.StableAttr{Mode: fuse.S_IFREG, Ino: out.Ino})
 }
 
@@ -234,9 +279,10 @@ func (d *dir) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 // object is a stored object, served byte for byte.
 type object struct {
 	fs.Inode
-	t    *tree
-	key  string
-	size int64
+	t     *tree
+	key   string
+	size  int64
+	mtime time.Time // zero when the store records none
 }
 
 var (
@@ -245,8 +291,15 @@ var (
 	_ fs.NodeGetattrer = (*object)(nil)
 )
 
+func (o *object) attr(a *fuse.Attr) {
+	o.t.fill(a, fuse.S_IFREG|0o444, uint64(o.size), ino('o', o.key))
+	if !o.mtime.IsZero() {
+		stamp(a, o.mtime)
+	}
+}
+
 func (o *object) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	o.t.fill(&out.Attr, fuse.S_IFREG|0o444, uint64(o.size), o.StableAttr().Ino)
+	o.attr(&out.Attr)
 	return 0
 }
 
@@ -269,22 +322,25 @@ func (o *object) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off in
 // data is an array's decoded bytes.
 type data struct {
 	fs.Inode
-	t     *tree
-	array *nczarr.Array
+	attrNode // the array's attributes
+	t        *tree
+	array    *nczarr.Array
 }
 
 var (
-	_ fs.NodeOpener    = (*data)(nil)
-	_ fs.NodeReader    = (*data)(nil)
-	_ fs.NodeGetattrer = (*data)(nil)
+	_ fs.NodeOpener     = (*data)(nil)
+	_ fs.NodeReader     = (*data)(nil)
+	_ fs.NodeGetattrer  = (*data)(nil)
+	_ fs.NodeGetxattrer = (*data)(nil)
 )
 
-func (n *data) attr(a *fuse.Attr) {
+func (n *data) attr(ctx context.Context, a *fuse.Attr) {
 	n.t.fill(a, fuse.S_IFREG|0o444, uint64(n.array.Size()), ino('a', n.array.Path))
+	stamp(a, n.t.dirTime(ctx, n.array.Path))
 }
 
 func (n *data) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	n.attr(&out.Attr)
+	n.attr(ctx, &out.Attr)
 	return 0
 }
 

@@ -3,6 +3,7 @@ package fusefs
 import (
 	"context"
 	"errors"
+	"io"
 	"sync"
 	"syscall"
 	"time"
@@ -10,6 +11,8 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/nczarrfs/nczarrfs/describe"
+	"github.com/nczarrfs/nczarrfs/nczarr"
 	"github.com/nczarrfs/nczarrfs/zmap"
 )
 
@@ -17,6 +20,17 @@ import (
 // docs/tree.md). None of them shadows a stored object of the same name:
 // the stored object wins, and the synthesized one is then not shown.
 const (
+	// NPYName, in an array of fixed-size elements, is data behind a
+	// NumPy .npy header.
+	NPYName = "data.npy"
+	// VRTName, in a numeric array of 2 or more dimensions, is a GDAL raw
+	// VRT over data.
+	VRTName = "data.vrt"
+	// InfoName, in every array, describes it as JSON (describe.Info).
+	InfoName = "info.json"
+	// HeaderName, in the root of a dataset whose root is a group, is the
+	// dataset's header as ncdump -h prints it.
+	HeaderName = "header.cdl"
 	// ControlDir, in the root, holds the mount's live counters.
 	ControlDir = ".nczarrfs"
 	// StatsName and ErrorsName are the files in ControlDir.
@@ -31,15 +45,73 @@ const liveTimeout = time.Nanosecond
 // synthName is a name the mount adds to a directory.
 type synthName struct {
 	name string
-	// node makes the node and fills its attributes.
-	node func(d *dir, a *fuse.Attr) fs.InodeEmbedder
+	mode uint32 // fuse.S_IFREG or fuse.S_IFDIR
+	ino  uint64
+	node func() synthNode
+}
+
+// synthNode is a node the mount makes up.
+type synthNode interface {
+	fs.InodeEmbedder
+	// attr fills a; it may have to make the content to know its size.
+	attr(ctx context.Context, a *fuse.Attr) error
+	// live reports content that changes while mounted.
+	live() bool
+}
+
+// arrayFiles is what the synthesized files of one array need that takes
+// some work to make, made once per array.
+type arrayFiles struct {
+	npy []byte // the .npy header; nil when the array has no numpy dtype
+	vrt []byte // nil when GDAL cannot describe the array
+}
+
+func (t *tree) arrayFiles(a *nczarr.Array) *arrayFiles {
+	if f, ok := t.files.Load(a.Path); ok {
+		return f.(*arrayFiles)
+	}
+	f := &arrayFiles{}
+	if !a.Objects() {
+		f.npy, _ = describe.NPYHeader(a)
+		f.vrt, _ = describe.VRT(a, DataName)
+	}
+	got, _ := t.files.LoadOrStore(a.Path, f)
+	return got.(*arrayFiles)
 }
 
 // synthNames lists what the mount adds to d, in listing order.
 func (d *dir) synthNames() []synthName {
+	t := d.t
 	var names []synthName
+	if a := d.array; a != nil {
+		f := t.arrayFiles(a)
+		if f.npy != nil {
+			names = append(names, synthName{NPYName, fuse.S_IFREG, ino('n', a.Path), func() synthNode {
+				return &npyFile{attrNode: t.attrNode(a.Path), t: t, array: a, header: f.npy}
+			}})
+		}
+		if f.vrt != nil {
+			names = append(names, synthName{VRTName, fuse.S_IFREG, ino('v', a.Path), func() synthNode {
+				return t.staticFile(ino('v', a.Path), a.Path, func(context.Context) ([]byte, error) { return f.vrt, nil })
+			}})
+		}
+		names = append(names, synthName{InfoName, fuse.S_IFREG, ino('i', a.Path), func() synthNode {
+			return t.staticFile(ino('i', a.Path), a.Path, func(ctx context.Context) ([]byte, error) {
+				return describe.Info(ctx, t.ds, a.Path)
+			})
+		}})
+	}
 	if d.key == "" {
-		names = append(names, synthName{ControlDir, newControlDir})
+		if t.ds.Group("") != nil {
+			names = append(names, synthName{HeaderName, fuse.S_IFREG, ino('h', ""), func() synthNode {
+				return t.staticFile(ino('h', ""), "", func(ctx context.Context) ([]byte, error) {
+					return describe.CDL(ctx, t.ds, t.name)
+				})
+			}})
+		}
+		names = append(names, synthName{ControlDir, fuse.S_IFDIR, ino('c', ControlDir), func() synthNode {
+			return &controlDir{t: t}
+		}})
 	}
 	return names
 }
@@ -58,11 +130,14 @@ func (d *dir) lookupSynth(ctx context.Context, name string, out *fuse.EntryOut) 
 		if stored {
 			return nil, 0, false
 		}
-		node := s.node(d, &out.Attr)
-		if isLive(node) {
+		node := s.node()
+		if err := node.attr(ctx, &out.Attr); err != nil {
+			return nil, d.t.rep.errno("lookup", zmap.Join(d.key, name), err), true
+		}
+		if node.live() {
 			out.SetAttrTimeout(liveTimeout)
 		}
-		return d.NewInode(ctx, node, fs.StableAttr{Mode: out.Attr.Mode & syscall.S_IFMT, Ino: out.Attr.Ino}), 0, true
+		return d.NewInode(ctx, node, fs.StableAttr{Mode: s.mode, Ino: s.ino}), 0, true
 	}
 	return nil, 0, false
 }
@@ -78,7 +153,7 @@ func (d *dir) stored(ctx context.Context, name string) (bool, error) {
 		return ok, nil
 	}
 	key := zmap.Join(d.key, name)
-	_, err := d.t.store.Size(ctx, key)
+	_, err := d.t.store.Stat(ctx, key)
 	if err == nil {
 		return true, nil
 	}
@@ -93,22 +168,11 @@ func (d *dir) stored(ctx context.Context, name string) (bool, error) {
 // name in listing hides.
 func (d *dir) appendSynth(list []fuse.DirEntry, listing map[string]zmap.Entry) []fuse.DirEntry {
 	for _, s := range d.synthNames() {
-		if _, ok := listing[s.name]; ok {
-			continue
+		if _, ok := listing[s.name]; !ok {
+			list = append(list, fuse.DirEntry{Name: s.name, Mode: s.mode, Ino: s.ino})
 		}
-		var a fuse.Attr
-		s.node(d, &a)
-		list = append(list, fuse.DirEntry{Name: s.name, Mode: a.Mode & syscall.S_IFMT, Ino: a.Ino})
 	}
 	return list
-}
-
-// liveNode is implemented by nodes whose attributes change while mounted.
-type liveNode interface{ live() bool }
-
-func isLive(n fs.InodeEmbedder) bool {
-	l, ok := n.(liveNode)
-	return ok && l.live()
 }
 
 // synthFile is a small file whose content the mount makes up. Static
@@ -119,6 +183,7 @@ type synthFile struct {
 	fs.Inode
 	t       *tree
 	ino     uint64
+	timeKey string // the directory whose time the file has, unless live
 	isLive  bool
 	content func(ctx context.Context) ([]byte, error)
 
@@ -132,6 +197,12 @@ var (
 	_ fs.NodeReader    = (*synthFile)(nil)
 	_ fs.NodeGetattrer = (*synthFile)(nil)
 )
+
+// staticFile returns a file whose content, made by content, does not
+// change while mounted; it has the time of the directory timeKey.
+func (t *tree) staticFile(ino uint64, timeKey string, content func(context.Context) ([]byte, error)) *synthFile {
+	return &synthFile{t: t, ino: ino, timeKey: timeKey, content: content}
+}
 
 func (f *synthFile) live() bool { return f.isLive }
 
@@ -156,6 +227,11 @@ func (f *synthFile) bytes(ctx context.Context) ([]byte, error) {
 func (f *synthFile) attr(ctx context.Context, a *fuse.Attr) error {
 	b, err := f.bytes(ctx)
 	f.t.fill(a, fuse.S_IFREG|0o444, uint64(len(b)), f.ino)
+	if f.isLive {
+		stamp(a, time.Now())
+	} else {
+		stamp(a, f.t.dirTime(ctx, f.timeKey))
+	}
 	return err
 }
 
@@ -204,6 +280,73 @@ func (f *synthFile) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off
 	return fuse.ReadResultData(b[off : off+int64(len(dest))]), 0
 }
 
+// npyFile is NPYName: the .npy header, then the array's decoded bytes,
+// read like data (each open file with its own read-ahead).
+type npyFile struct {
+	fs.Inode
+	attrNode
+	t      *tree
+	array  *nczarr.Array
+	header []byte
+}
+
+var (
+	_ fs.NodeOpener     = (*npyFile)(nil)
+	_ fs.NodeReader     = (*npyFile)(nil)
+	_ fs.NodeGetattrer  = (*npyFile)(nil)
+	_ fs.NodeGetxattrer = (*npyFile)(nil)
+)
+
+func (f *npyFile) live() bool { return false }
+
+func (f *npyFile) size() int64 { return int64(len(f.header)) + f.array.Size() }
+
+func (f *npyFile) attr(ctx context.Context, a *fuse.Attr) error {
+	f.t.fill(a, fuse.S_IFREG|0o444, uint64(f.size()), ino('n', f.array.Path))
+	stamp(a, f.t.dirTime(ctx, f.array.Path))
+	return nil
+}
+
+func (f *npyFile) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	f.attr(ctx, &out.Attr)
+	return 0
+}
+
+// Open fails at once, as data's does, for an array that cannot be read.
+func (f *npyFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	if f.array.Err != nil {
+		return nil, 0, f.t.rep.errno("open "+NPYName, f.array.Path, f.array.Err)
+	}
+	_, fuseFlags, errno := openReadOnly(flags)
+	if errno != 0 {
+		return nil, 0, errno
+	}
+	return &dataHandle{r: f.array.NewReader()}, fuseFlags, 0
+}
+
+func (f *npyFile) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	dest = clamp(dest, off, f.size())
+	if len(dest) == 0 {
+		return fuse.ReadResultData(nil), 0
+	}
+	n := 0
+	if h := int64(len(f.header)); off < h {
+		n = copy(dest, f.header[off:])
+	}
+	if n < len(dest) {
+		read := f.array.ReadAt
+		if h, ok := fh.(*dataHandle); ok {
+			read = h.r.ReadAt
+		}
+		m, err := read(ctx, dest[n:], off+int64(n)-int64(len(f.header)))
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, f.t.rep.errno("read "+NPYName, f.array.Path, err)
+		}
+		n += m
+	}
+	return fuse.ReadResultData(dest[:n]), 0
+}
+
 // controlDir is ControlDir: the mount's live counters and last errors.
 type controlDir struct {
 	fs.Inode
@@ -216,23 +359,21 @@ var (
 	_ fs.NodeGetattrer = (*controlDir)(nil)
 )
 
-func newControlDir(d *dir, a *fuse.Attr) fs.InodeEmbedder {
-	c := &controlDir{t: d.t}
-	c.attr(a)
-	return c
-}
+func (c *controlDir) live() bool { return false }
 
-func (c *controlDir) attr(a *fuse.Attr) {
+func (c *controlDir) attr(ctx context.Context, a *fuse.Attr) error {
 	c.t.fill(a, fuse.S_IFDIR|0o555, 0, ino('c', ControlDir))
+	stamp(a, c.t.dirTime(ctx, ""))
 	a.Nlink = 2
+	return nil
 }
 
 func (c *controlDir) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	c.attr(&out.Attr)
+	c.attr(ctx, &out.Attr)
 	return 0
 }
 
-// files returns the control files by name.
+// file returns the control file name, or nil.
 func (c *controlDir) file(name string) *synthFile {
 	var content func(context.Context) ([]byte, error)
 	switch name {

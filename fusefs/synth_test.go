@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -24,22 +25,35 @@ import (
 	zmapzip "github.com/nczarrfs/nczarrfs/zmap/zip"
 )
 
-// synthFiles lists the files the mount adds to a dataset whose arrays
-// are at the given paths, besides each array's data.
-func synthFiles(arrays ...string) []string {
-	files := []string{ControlDir + "/" + ErrorsName, ControlDir + "/" + StatsName}
+// synthFiles lists the files the mount adds to a dataset whose root is a
+// group and whose arrays of fixed-size elements are at the given paths,
+// besides each array's data; vrts are the arrays that also get data.vrt.
+func synthFiles(arrays []string, vrts ...string) []string {
+	files := []string{HeaderName, ControlDir + "/" + ErrorsName, ControlDir + "/" + StatsName}
+	for _, a := range arrays {
+		files = append(files, a+"/"+NPYName, a+"/"+InfoName)
+	}
+	for _, a := range vrts {
+		files = append(files, a+"/"+VRTName)
+	}
 	return files
 }
 
 // rootSynth lists the names the mount adds to the root directory, besides
-// data when the root is an array.
-func rootSynth(isArray bool) []string {
-	return []string{ControlDir}
+// data, when the root is a 2-D numeric array.
+func rootSynth() []string {
+	return []string{NPYName, VRTName, InfoName, ControlDir}
 }
 
 // mountCounted mounts the dataset in store in-process, with its store
 // requests and cache counted, and unmounts it when the test ends.
 func mountCounted(t *testing.T, store zmap.Store) (string, *stats.Mount) {
+	t.Helper()
+	return mountWith(t, store, Options{FsName: "test"})
+}
+
+// mountWith is mountCounted with opts, whose Stats it sets.
+func mountWith(t *testing.T, store zmap.Store, opts Options) (string, *stats.Mount) {
 	t.Helper()
 	counted := stats.CountStore(store)
 	c := cache.New(1 << 20)
@@ -48,8 +62,9 @@ func mountCounted(t *testing.T, store zmap.Store) (string, *stats.Mount) {
 		t.Fatalf("open dataset: %v", err)
 	}
 	m := &stats.Mount{Source: "test", Store: counted, Cache: c}
+	opts.Stats = m
 	mnt := t.TempDir()
-	server, err := Mount(mnt, ds, counted, Options{FsName: "test", Stats: m})
+	server, err := Mount(mnt, ds, counted, opts)
 	if err != nil {
 		t.Fatalf("mount: %v", err)
 	}
@@ -136,6 +151,14 @@ func TestStatsMoveAfterARead(t *testing.T) {
 		t.Errorf("counters did not move with the read:\nbefore %+v %+v\nafter  %+v %+v",
 			*before.Store, *before.Cache, *after.Store, *after.Cache)
 	}
+	fi, err := os.Stat(filepath.Join(mnt, "temperature", DataName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The chunks tile the array: decoding them gives at least its size.
+	if d := after.Cache.DecodedBytes - before.Cache.DecodedBytes; d < fi.Size() {
+		t.Errorf("decoded %d bytes for a %d-byte array", d, fi.Size())
+	}
 	// Read again: the chunks come from the cache, not the store.
 	if _, err := os.ReadFile(filepath.Join(mnt, "temperature", DataName)); err != nil {
 		t.Fatal(err)
@@ -206,9 +229,12 @@ func TestSynthesizedNeverShadows(t *testing.T) {
 	dir := t.TempDir()
 	zarrPython(t, dir, `import sys, zarr
 g = zarr.open_group(sys.argv[1] + "/ds", mode="w")
-g.create_dataset("v", shape=(3,), chunks=(3,), dtype="<i2", compressor=None)[:] = [1, 2, 3]
+g.create_dataset("v", shape=(2, 3), chunks=(2, 3), dtype="<i2", compressor=None)[:] = 1
 `)
-	stored := map[string]string{ControlDir: "a stored object"}
+	stored := map[string]string{}
+	for _, name := range []string{ControlDir, HeaderName, "v/" + NPYName, "v/" + VRTName, "v/" + InfoName} {
+		stored[name] = "a stored object named " + name
+	}
 	for name, content := range stored {
 		if err := os.WriteFile(filepath.Join(dir, "ds", name), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
@@ -222,8 +248,10 @@ g.create_dataset("v", shape=(3,), chunks=(3,), dtype="<i2", compressor=None)[:] 
 	for _, listFirst := range []bool{false, true} {
 		mnt, _ := mountCounted(t, store)
 		if listFirst {
-			if _, err := os.ReadDir(mnt); err != nil {
-				t.Fatal(err)
+			for _, d := range []string{mnt, filepath.Join(mnt, "v")} {
+				if _, err := os.ReadDir(d); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
 		for name, content := range stored {
@@ -232,13 +260,15 @@ g.create_dataset("v", shape=(3,), chunks=(3,), dtype="<i2", compressor=None)[:] 
 				t.Errorf("listFirst %v: %s = %q, %v; want the stored %q", listFirst, name, got, err, content)
 			}
 		}
-		entries, err := os.ReadDir(mnt)
-		if err != nil {
-			t.Fatal(err)
-		}
 		count := map[string]int{}
-		for _, e := range entries {
-			count[e.Name()]++
+		for _, d := range []string{"", "v"} {
+			entries, err := os.ReadDir(filepath.Join(mnt, d))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range entries {
+				count[path.Join(d, e.Name())]++
+			}
 		}
 		for name := range stored {
 			if count[name] != 1 {
@@ -269,4 +299,25 @@ func TestLiveFileReadsPastEnd(t *testing.T) {
 	if _, err := whole.ReadFrom(f); err != nil || !json.Valid(whole.Bytes()) {
 		t.Errorf("read after: %v, valid JSON %v", err, json.Valid(whole.Bytes()))
 	}
+}
+
+// TestStatsCountReadAhead reads an array of many chunk rows in order: the
+// reader's read-ahead loads the rows ahead, and the stats say so.
+func TestStatsCountReadAhead(t *testing.T) {
+	_, mnt := mountZarr(t, `import sys, zarr, numpy as np
+g = zarr.open_group(sys.argv[1] + "/ds", mode="w")
+g.create_dataset("v", shape=(1024, 256), chunks=(16, 256), dtype="<f8")[...] = np.arange(1024 * 256).reshape(1024, 256)
+`)
+	before := readStats(t, mnt)
+	b, err := os.ReadFile(filepath.Join(mnt, "v", DataName))
+	if err != nil || len(b) != 1024*256*8 {
+		t.Fatalf("read %d bytes, %v", len(b), err)
+	}
+	after := readStats(t, mnt)
+	if after.Cache.ReadAheadLoads <= before.Cache.ReadAheadLoads {
+		t.Errorf("read-ahead loads %d before, %d after a sequential read", before.Cache.ReadAheadLoads, after.Cache.ReadAheadLoads)
+	}
+	// Whether a read finds a row loaded or still loading depends on
+	// timing; only the first counts as a read-ahead hit.
+	t.Logf("read-ahead: %d loads, %d hits; store: %d objects", after.Cache.ReadAheadLoads, after.Cache.ReadAheadHits, after.Store.Objects)
 }

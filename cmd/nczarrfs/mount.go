@@ -19,7 +19,6 @@ import (
 	"github.com/nczarrfs/nczarrfs/cache"
 	"github.com/nczarrfs/nczarrfs/fusefs"
 	"github.com/nczarrfs/nczarrfs/nczarr"
-	"github.com/nczarrfs/nczarrfs/zmap/s3"
 	"github.com/nczarrfs/nczarrfs/zmap/source"
 )
 
@@ -34,7 +33,7 @@ func mountCommand() *cli.Command {
 
 Unmount with "fusermount3 -u MOUNTPOINT", or stop the process with
 SIGINT or SIGTERM: either unmounts cleanly and exits 0.`,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "cache-size", Value: "256MiB", Usage: "memory for decoded chunks (bytes, or with a KiB/MiB/GiB suffix)"},
 			&cli.BoolFlag{Name: "debug", Usage: "log debug messages and every FUSE request"},
 			&cli.BoolFlag{Name: "allow-other", Usage: "let other users read the mount (needs user_allow_other in /etc/fuse.conf)"},
@@ -43,7 +42,7 @@ SIGINT or SIGTERM: either unmounts cleanly and exits 0.`,
 			&cli.StringFlag{Name: "profile", Usage: "AWS shared-config profile"},
 			&cli.BoolFlag{Name: "no-sign-request", Usage: "read a public bucket without credentials"},
 			&cli.DurationFlag{Name: "s3-timeout", Usage: "bound on each S3 request, retries included (default 30s, or NCZARRFS_S3_TIMEOUT)"},
-		},
+		}, diskCacheFlags()...),
 		Action: runMount,
 	}
 }
@@ -92,14 +91,11 @@ func runMount(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	store, err := source.Open(ctx, parsed, source.Options{S3: s3.Options{
-		EndpointURL:   c.String("endpoint-url"),
-		Region:        c.String("region"),
-		Profile:       c.String("profile"),
-		NoSignRequest: c.Bool("no-sign-request"),
-		Timeout:       c.Duration("s3-timeout"),
-		Logger:        log,
-	}})
+	opts, err := storeOptions(c, log, c.Duration("s3-timeout"))
+	if err != nil {
+		return err
+	}
+	store, err := source.Open(ctx, parsed, opts)
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/nczarrfs/nczarrfs/cache"
 	"github.com/nczarrfs/nczarrfs/nczarr"
 	"github.com/nczarrfs/nczarrfs/zmap"
-	"github.com/nczarrfs/nczarrfs/zmap/s3"
 	"github.com/nczarrfs/nczarrfs/zmap/source"
 )
 
@@ -23,7 +22,7 @@ import (
 // mounting it (ls, info, header, cat): how to reach the store, and the
 // chunk cache. They mean what mount's flags of the same names mean.
 func sourceFlags() []cli.Flag {
-	return []cli.Flag{
+	return append([]cli.Flag{
 		&cli.StringFlag{Name: "cache-size", Value: "256MiB", Usage: "memory for decoded chunks (bytes, or with a KiB/MiB/GiB suffix)"},
 		&cli.BoolFlag{Name: "debug", Usage: "log debug messages"},
 		&cli.StringFlag{Name: "endpoint-url", Usage: "S3 endpoint, e.g. http://127.0.0.1:9000", EnvVars: []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"}},
@@ -31,7 +30,7 @@ func sourceFlags() []cli.Flag {
 		&cli.StringFlag{Name: "profile", Usage: "AWS shared-config profile"},
 		&cli.BoolFlag{Name: "no-sign-request", Usage: "read a public bucket without credentials"},
 		&cli.DurationFlag{Name: "s3-timeout", Usage: "bound on each S3 request, retries included (default 30s, or NCZARRFS_S3_TIMEOUT)"},
-	}
+	}, diskCacheFlags()...)
 }
 
 // openDataset opens the store src names and reads its dataset's metadata,
@@ -64,14 +63,11 @@ func openDataset(ctx context.Context, c *cli.Context, src string) (*nczarr.Datas
 	if err != nil {
 		return nil, nil, err
 	}
-	store, err := source.Open(ctx, parsed, source.Options{S3: s3.Options{
-		EndpointURL:   c.String("endpoint-url"),
-		Region:        c.String("region"),
-		Profile:       c.String("profile"),
-		NoSignRequest: c.Bool("no-sign-request"),
-		Timeout:       timeout,
-		Logger:        log,
-	}})
+	opts, err := storeOptions(c, log, timeout)
+	if err != nil {
+		return nil, nil, err
+	}
+	store, err := source.Open(ctx, parsed, opts)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -126,6 +126,18 @@ func TestMountJSON(t *testing.T) {
 	load := func(context.Context) ([]byte, error) { return []byte("value"), nil }
 	c.Get(ctx, "a", load)
 	c.Get(ctx, "a", load)
+	// A read-ahead load of b, then a read that finds it: one more hit.
+	loadB := func(context.Context, cache.Alloc) ([]byte, error) { return []byte("bb"), nil }
+	run, ok := c.Prefetch(ctx, "b", loadB)
+	if !ok {
+		t.Fatal("Prefetch: nothing to load")
+	}
+	run()
+	ref, err := c.Acquire(ctx, "b", loadB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref.Release()
 	m := &Mount{Source: "file:///x.zip", Cache: c}
 	m.Errors().Add(Error{Op: "read data", Key: "v", Kind: "corrupt", Errno: "EIO", Err: "chunk v/0: corrupt chunk"})
 
@@ -139,8 +151,9 @@ func TestMountJSON(t *testing.T) {
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("%v in\n%s", err, out)
 	}
-	if got.Source != m.Source || got.Store != nil || got.Cache.Hits != 1 || got.Cache.Misses != 1 ||
-		got.Cache.DecodedBytes != int64(len("value")) ||
+	if got.Source != m.Source || got.Store != nil || got.Cache.Hits != 2 || got.Cache.Misses != 1 ||
+		got.Cache.DecodedBytes != int64(len("value")+len("bb")) ||
+		got.Cache.ReadAheadLoads != 1 || got.Cache.ReadAheadHits != 1 ||
 		got.Cache.Budget != 1<<20 || got.Errors["corrupt"] != 1 || !strings.HasSuffix(string(out), "}\n") {
 		t.Errorf("JSON:\n%s", out)
 	}

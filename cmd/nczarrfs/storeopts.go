@@ -1,0 +1,47 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/nczarrfs/nczarrfs/zmap/s3"
+	"github.com/nczarrfs/nczarrfs/zmap/source"
+)
+
+// diskCacheFlags are the flags of the on-disk cache of fetched objects,
+// shared by mount and the commands that read without mounting.
+func diskCacheFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "cache-dir", Usage: "keep the objects fetched from S3 in this folder, for later mounts and other mounts of the same dataset (may be shared by several mounts)"},
+		&cli.StringFlag{Name: "cache-dir-size", Value: "10GiB", Usage: "the most bytes --cache-dir holds; the least recently used objects go first"},
+	}
+}
+
+// storeOptions are the options of source.Open that c's flags give.
+func storeOptions(c *cli.Context, log *slog.Logger, timeout time.Duration) (source.Options, error) {
+	opts := source.Options{
+		S3: s3.Options{
+			EndpointURL:   c.String("endpoint-url"),
+			Region:        c.String("region"),
+			Profile:       c.String("profile"),
+			NoSignRequest: c.Bool("no-sign-request"),
+			Timeout:       timeout,
+			Logger:        log,
+		},
+		CacheDir: c.String("cache-dir"),
+	}
+	if opts.CacheDir != "" {
+		n, err := parseSize(c.String("cache-dir-size"))
+		if err != nil {
+			return opts, fmt.Errorf("--cache-dir-size: %w", err)
+		}
+		if n < 1<<20 {
+			return opts, fmt.Errorf("--cache-dir-size: %s is too small (try 10GiB)", c.String("cache-dir-size"))
+		}
+		opts.CacheDirSize = n
+	}
+	return opts, nil
+}
