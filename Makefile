@@ -1,16 +1,32 @@
 # nczarrfs: the two commands a newcomer needs are `make demo` and `make test`.
 
 GO      ?= go
-BIN     := bin/nczarrfs
+BIN     ?= bin/nczarrfs
 SAMPLE  := examples/sample.zip
 MNT     ?= /tmp/nczarrfs-demo
+PREFIX  ?= /usr/local
+# mount(8) looks for its helper mount.fuse.nczarrfs in /sbin (docs/install.md).
+SBINDIR ?= /sbin
+# --version shows this, the module version and the commit.
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null)
+GOBUILD  = $(GO) build -ldflags "-X main.version=$(VERSION)"
 
-.PHONY: all build deps demo test vet fuzz clean
+.PHONY: all build deps demo test vet fuzz clean install uninstall
 
 all: build
 
 build:
-	$(GO) build -o $(BIN) ./cmd/nczarrfs
+	$(GOBUILD) -o $(BIN) ./cmd/nczarrfs
+
+# The binary in $(PREFIX)/bin, and the link mount(8) runs for
+# "mount -t fuse.nczarrfs" and fstab entries (docs/install.md).
+install: build
+	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/nczarrfs
+	install -d $(DESTDIR)$(SBINDIR)
+	ln -sfn $(PREFIX)/bin/nczarrfs $(DESTDIR)$(SBINDIR)/mount.fuse.nczarrfs
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/nczarrfs $(DESTDIR)$(SBINDIR)/mount.fuse.nczarrfs
 
 deps:
 	scripts/install-deps.sh
@@ -19,7 +35,7 @@ deps:
 # Mount the bundled sample dataset, show it, unmount.
 demo:
 	scripts/install-deps.sh --run
-	$(GO) build -o $(BIN) ./cmd/nczarrfs
+	$(GOBUILD) -o $(BIN) ./cmd/nczarrfs
 	scripts/demo.sh $(BIN) $(SAMPLE) $(MNT)
 
 # staticcheck at a pinned version (2026.2.2), built and cached by go run.
