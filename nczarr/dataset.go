@@ -35,7 +35,8 @@ type Options struct {
 	// Nil means slog.Default().
 	Logger *slog.Logger
 	// Parallel bounds the concurrent store requests of one read and of
-	// the metadata walk. 0 means 8.
+	// the metadata walk. 0 means what the store asks for (a Parallelism
+	// method, on it or on a store it wraps), else 8.
 	Parallel int
 }
 
@@ -97,7 +98,7 @@ func Open(ctx context.Context, store zmap.Store, opts Options) (*Dataset, error)
 		d.log = slog.Default()
 	}
 	if d.par <= 0 {
-		d.par = 8
+		d.par = parallelism(store)
 	}
 	if d.cache == nil {
 		d.cache = cache.New(0)
@@ -167,6 +168,22 @@ func Open(ctx context.Context, store zmap.Store, opts Options) (*Dataset, error)
 	w.group(ctx, "", zgroup, zattrs)
 	w.wg.Wait()
 	return d, nil
+}
+
+// parallelism is the concurrency a store asks for, through any wrappers
+// (Unwrap methods), or 8.
+func parallelism(s zmap.Store) int {
+	for s != nil {
+		if p, ok := s.(interface{ Parallelism() int }); ok && p.Parallelism() > 0 {
+			return p.Parallelism()
+		}
+		u, ok := s.(interface{ Unwrap() zmap.Store })
+		if !ok {
+			break
+		}
+		s = u.Unwrap()
+	}
+	return 8
 }
 
 // walker loads the tree of groups and arrays with bounded concurrency.

@@ -34,6 +34,10 @@ func (o *op) count(n int64, err error) {
 // CountStore wraps s so that its requests are counted.
 func CountStore(s zmap.Store) *Store { return &Store{Store: s} }
 
+// Unwrap returns the store it wraps, so that what it offers beyond
+// zmap.Store (such as nczarr's Parallelism) is still found.
+func (s *Store) Unwrap() zmap.Store { return s.Store }
+
 // Get counts a request and the bytes it returned.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 	b, err := s.Store.Get(ctx, key)

@@ -153,7 +153,11 @@ func Open(ctx context.Context, loc Location, opts Options) (*Store, error) {
 	// config loader can only add a CA bundle to this type.
 	httpClient := awshttp.NewBuildableClient().
 		WithDialerOptions(func(d *net.Dialer) { d.Timeout = s.timeout }).
-		WithTransportOptions(func(t *http.Transport) { t.ResponseHeaderTimeout = s.timeout }).
+		WithTransportOptions(func(t *http.Transport) {
+			t.ResponseHeaderTimeout = s.timeout
+			// Keep a connection for every request in flight.
+			t.MaxIdleConnsPerHost = 2 * Parallelism
+		}).
 		WithReadTimeout(s.timeout)
 	loadOpts := []func(*config.LoadOptions) error{
 		config.WithHTTPClient(httpClient),
@@ -419,6 +423,14 @@ func rangeBounds(cr string) (start, end int64, err error) {
 	}
 	return start, end, nil
 }
+
+// Parallelism is how many requests a reader of a Store should keep in
+// flight: S3 answers each after tens of milliseconds, so only many at
+// once fill the bandwidth.
+const Parallelism = 32
+
+// Parallelism returns the package's Parallelism (nczarr.Open asks).
+func (s *Store) Parallelism() int { return Parallelism }
 
 // Size returns the size of the object stored under key (HeadObject).
 func (s *Store) Size(ctx context.Context, key string) (int64, error) {
