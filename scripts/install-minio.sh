@@ -27,11 +27,18 @@ start=$SECONDS
 # Build in a scratch GOBIN so a failed build never leaves a half-written
 # binary under the cached name. GOFLAGS is cleared so a project-level
 # -mod=vendor or similar cannot leak into a module-mode install.
+# go prints one "go: downloading" line per module (about 240 for MinIO) and
+# has no flag to quiet them: they go to a log, shown only if the build fails.
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-GOBIN=$tmp GOFLAGS=-buildvcs=false CGO_ENABLED=0 \
-	go install "github.com/minio/minio@$MINIO_VERSION"
+log=$cache/minio-build.log
+if ! GOBIN=$tmp GOFLAGS=-buildvcs=false CGO_ENABLED=0 \
+	go install "github.com/minio/minio@$MINIO_VERSION" >"$log" 2>&1; then
+	cat "$log" >&2
+	echo "install-minio: go install failed (log: $log)" >&2
+	exit 1
+fi
 mv -f "$tmp/minio" "$bin/minio"
 echo "$MINIO_VERSION" >"$marker"
-echo "install-minio: done in $((SECONDS - start))s" >&2
+echo "install-minio: done in $((SECONDS - start))s, $(grep -c '^go: downloading' "$log") modules downloaded (log: $log)" >&2
 echo "$bin/minio"
