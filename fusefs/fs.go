@@ -194,7 +194,11 @@ func (d *dir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.
 	if in, errno, ok := d.lookupSynth(ctx, name, out); ok {
 		return in, errno
 	}
-	if d.array != nil && name == DataName {
+	if d.array != nil && d.array.Objects() {
+		if name == DataJSONName {
+			return d.lookupDataJSON(ctx, out)
+		}
+	} else if d.array != nil && name == DataName {
 		n := &data{t: d.t, array: d.array, attrNode: d.attrNode}
 		n.attr(ctx, &out.Attr)
 		return d.NewInode(ctx, n, fs.StableAttr{Mode: fuse.S_IFREG, Ino: out.Ino}), 0
@@ -263,7 +267,7 @@ func (d *dir) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 	d.mu.Unlock()
 	list := make([]fuse.DirEntry, 0, len(entries)+1)
 	if d.array != nil {
-		list = append(list, fuse.DirEntry{Name: DataName, Mode: fuse.S_IFREG, Ino: ino('a', d.array.Path)})
+		list = append(list, arrayEntry(d.array))
 	}
 	for _, e := range entries {
 		key := zmap.Join(d.key, e.Name)
