@@ -224,6 +224,39 @@ func TestSequentialReadLoadsAhead(t *testing.T) {
 	}
 }
 
+// TestSliceReadStaysInItsRow jumps to the second chunk row and reads a
+// third of it sequentially, as `dd skip=N count=1` of one slice of a 3-D
+// array does: read-ahead reaches no further than the reader has read since
+// the jump, so nothing of the next chunk row is loaded.
+func TestSliceReadStaysInItsRow(t *testing.T) {
+	dir := readArrays(t)
+	store, err := file.Open(filepath.Join(dir, "zstd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cache.New(1 << 20) // holds the whole array (30 chunks)
+	ds, err := nczarr.Open(context.Background(), store, nczarr.Options{Cache: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := ds.Array("").NewReader()
+	rowBytes := int64(64 * 260 * 8)
+	buf := make([]byte, 4096)
+	for off := rowBytes; off < rowBytes+rowBytes/3; off += int64(len(buf)) {
+		if _, err := r.ReadAt(context.Background(), buf, off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Let any load under way finish: the count is then final.
+	for last := -1; c.Stats().Entries != last; {
+		last = c.Stats().Entries
+		time.Sleep(100 * time.Millisecond)
+	}
+	if s := c.Stats(); s.Entries > 6 {
+		t.Errorf("stats %+v: %d chunks loaded, want at most row 1's 6", s, s.Entries)
+	}
+}
+
 // TestReadersFollowedSeparately reads one array through two Readers in
 // turn, one from the start and one from the middle, each sequentially:
 // each keeps its own read-ahead state, so both are followed and their

@@ -31,7 +31,10 @@ const (
 // Its window (how far ahead it loads) starts at a few MiB and doubles
 // each time a read had to wait for a chunk, up to a quarter of the cache's
 // budget: a reader that keeps up costs little memory, one that outruns the
-// decoders gets every core. The state belongs to the Reader, so two
+// decoders gets every core. It never reaches further ahead than the
+// reader has read since its last jump, so that a read of one slice at
+// some offset (dd skip=N count=1) decodes about the chunks of that slice,
+// not the next window's too. The state belongs to the Reader, so two
 // readers of one array do not disturb each other. A Reader is safe for
 // concurrent use (the kernel sends a file's reads concurrently).
 type Reader struct {
@@ -39,6 +42,8 @@ type Reader struct {
 
 	mu       sync.Mutex
 	next     int64 // GUARDED_BY(mu): where the last read ended
+	runStart int64 // GUARDED_BY(mu): where the current sequential run began
+	started  bool  // GUARDED_BY(mu): a first read came
 	window   int64 // GUARDED_BY(mu): bytes to keep loading past next
 	launched int64 // GUARDED_BY(mu): chunks with a lower ordinal were read or prefetched
 	demoted  int64 // GUARDED_BY(mu): chunks with a lower ordinal were demoted
@@ -80,9 +85,10 @@ func (r *Reader) ahead(off, end int64) {
 	}
 
 	r.mu.Lock()
-	if off < r.next-seqSlack || off > r.next+seqSlack {
-		// A jump: start following from here.
-		r.next, r.window = end, minWindow
+	if !r.started || off < r.next-seqSlack || off > r.next+seqSlack {
+		r.started = true
+		// A first read, or a jump: start following from here.
+		r.next, r.window, r.runStart = end, minWindow, off
 		r.launched = g.ordinalAt(end-1, a) + 1
 		r.demoted = g.ordinalAt(off, a)
 		r.mu.Unlock()
@@ -95,7 +101,7 @@ func (r *Reader) ahead(off, end int64) {
 		r.demoted++
 	}
 	current := g.ordinalAt(end-1, a)
-	horizon := end + r.window
+	horizon := end + min(r.window, end-r.runStart)
 	var launch []int64
 	for r.launched < g.n && r.launched-current <= limit && g.start(r.launched, a) < horizon {
 		launch = append(launch, r.launched)
