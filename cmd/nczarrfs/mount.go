@@ -18,6 +18,7 @@ import (
 
 	"github.com/nczarrfs/nczarrfs/cache"
 	"github.com/nczarrfs/nczarrfs/fusefs"
+	"github.com/nczarrfs/nczarrfs/internal/stats"
 	"github.com/nczarrfs/nczarrfs/nczarr"
 	"github.com/nczarrfs/nczarrfs/zmap/source"
 )
@@ -101,7 +102,9 @@ func runMount(c *cli.Context) error {
 	}
 	defer store.Close()
 
-	ds, err := nczarr.Open(ctx, store, nczarr.Options{Cache: cache.New(cacheSize), Logger: log})
+	// .nczarrfs/stats counts the store's requests and the cache's work.
+	counted, chunks := stats.CountStore(store), cache.New(cacheSize)
+	ds, err := nczarr.Open(ctx, counted, nczarr.Options{Cache: chunks, Logger: log})
 	if err != nil {
 		if errors.Is(err, nczarr.ErrNoDataset) {
 			return fmt.Errorf("%s holds no dataset: %w", src, err)
@@ -111,9 +114,11 @@ func runMount(c *cli.Context) error {
 	log.Debug("opened dataset", "source", src, "generation", ds.Generation,
 		"groups", len(ds.Groups()), "arrays", len(ds.Arrays()))
 
-	srv, err := fusefs.Mount(mountpoint, ds, store, fusefs.Options{
+	srv, err := fusefs.Mount(mountpoint, ds, counted, fusefs.Options{
 		Logger:     log,
 		FsName:     source.Redact(src),
+		Name:       datasetName(src),
+		Stats:      &stats.Mount{Source: source.Redact(src), Store: counted, Cache: chunks},
 		Debug:      c.Bool("debug"),
 		AllowOther: c.Bool("allow-other"),
 	})
