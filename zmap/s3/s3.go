@@ -25,7 +25,6 @@ import (
 	"net/url"
 	"os"
 	"path"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -469,64 +468,7 @@ func modTime(t *time.Time) time.Time {
 	return t.UTC().Truncate(time.Second)
 }
 
-// Search lists the immediate children of prefix with ListObjectsV2 and
-// delimiter "/", following continuation tokens, so a prefix with any number
-// of keys lists completely. Each page is one operation bounded by the
-// timeout. A name that is both an object and a prefix of deeper keys (S3
-// allows it, no Zarr writer makes it) is reported once, as a Dir.
-func (s *Store) Search(ctx context.Context, prefix string) ([]zmap.Entry, error) {
-	if prefix != "" {
-		if err := checkKey(prefix); err != nil {
-			return nil, err
-		}
-	}
-	lp := s.listPrefix(prefix)
-	in := &s3.ListObjectsV2Input{
-		Bucket:    aws.String(s.loc.Bucket),
-		Prefix:    aws.String(lp),
-		Delimiter: aws.String("/"),
-	}
-	pager := s3.NewListObjectsV2Paginator(s.client, in)
-	var entries []zmap.Entry
-	seen := make(map[string]int) // name -> index in entries
-	add := func(e zmap.Entry) {
-		if strings.Contains(e.Name, "/") || !zmap.ValidKey(e.Name) {
-			// A "folder" marker object, or an empty, "." or ".."
-			// segment: S3 stores such keys, but no key names them
-			// (they would leave the dataset's prefix), so they are
-			// not listed.
-			return
-		}
-		if i, ok := seen[e.Name]; ok {
-			if e.Dir {
-				entries[i] = e
-			}
-			return
-		}
-		seen[e.Name] = len(entries)
-		entries = append(entries, e)
-	}
-	for pager.HasMorePages() {
-		pctx := withLastAnswer(ctx)
-		page, err := s.nextPage(pctx, pager)
-		if err != nil {
-			return nil, s.mapErr(pctx, "ListObjectsV2", prefix, err)
-		}
-		for _, cp := range page.CommonPrefixes {
-			name := strings.TrimSuffix(strings.TrimPrefix(aws.ToString(cp.Prefix), lp), "/")
-			add(zmap.Entry{Name: name, Dir: true})
-		}
-		for _, o := range page.Contents {
-			add(zmap.Entry{Name: strings.TrimPrefix(aws.ToString(o.Key), lp), Size: aws.ToInt64(o.Size), ModTime: modTime(o.LastModified)})
-		}
-	}
-	slices.SortFunc(entries, func(a, b zmap.Entry) int { return strings.Compare(a.Name, b.Name) })
-	if entries == nil {
-		entries = []zmap.Entry{}
-	}
-	return entries, nil
-}
-
+// nextPage fetches one listing page within the request timeout.
 func (s *Store) nextPage(ctx context.Context, pager *s3.ListObjectsV2Paginator) (*s3.ListObjectsV2Output, error) {
 	rctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()

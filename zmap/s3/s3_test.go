@@ -105,6 +105,17 @@ func TestSearchPaginates(t *testing.T) {
 		"ds/.zgroup":     []byte(`{"zarr_format": 2}`),
 		"ds/v/.zarray":   []byte(`{}`),
 		"ds/v/sub/0.0.0": []byte("deeper"),
+		// Names on and around the ranges a long listing is cut into.
+		"ds/v/0":      []byte("0"),
+		"ds/v/1":      []byte("1"),
+		"ds/v/9":      []byte("9"),
+		"ds/v/99":     []byte("99"),
+		"ds/v/999":    []byte("999"),
+		"ds/v/10/x":   []byte("dir 10"),
+		"ds/v/5/y":    []byte("dir 5"),
+		"ds/v/a":      []byte("a"),
+		"ds/v/zz":     []byte("zz"),
+		"ds/v/~tilde": []byte("~"),
 	}
 	for i := range nChunks {
 		objects[fmt.Sprintf("ds/v/%d.%d", i/100, i%100)] = bytes.Repeat([]byte{byte(i)}, 1+i%7)
@@ -113,30 +124,37 @@ func TestSearchPaginates(t *testing.T) {
 	srv.Put(t, "big", objects)
 	t.Logf("uploaded %d objects in %v", len(objects), time.Since(start))
 
-	st := open(t, srv, "big", "ds", s3.Options{})
-	start = time.Now()
-	got, err := st.Search(context.Background(), "v")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("Search of %d keys took %v", len(got), time.Since(start))
-
-	want := map[string]zmap.Entry{".zarray": {Name: ".zarray", Size: 2}, "sub": {Name: "sub", Dir: true}}
+	want := map[string]zmap.Entry{".zarray": {Name: ".zarray", Size: 2}, "sub": {Name: "sub", Dir: true},
+		"10": {Name: "10", Dir: true}, "5": {Name: "5", Dir: true}}
 	for k, v := range objects {
 		if name, ok := strings.CutPrefix(k, "ds/v/"); ok && !strings.Contains(name, "/") {
 			want[name] = zmap.Entry{Name: name, Size: int64(len(v))}
 		}
 	}
-	if len(got) != len(want) {
-		t.Errorf("Search(v) returned %d entries, want %d", len(got), len(want))
-	}
-	for i, e := range got {
-		if i > 0 && got[i-1].Name >= e.Name {
-			t.Errorf("Search(v) not sorted: %q before %q", got[i-1].Name, e.Name)
-		}
-		if w, ok := want[e.Name]; !ok || zmaptest.WithoutTimes([]zmap.Entry{e})[0] != w {
-			t.Errorf("Search(v) entry %+v, want %+v", e, w)
-		}
+	st := open(t, srv, "big", "ds", s3.Options{})
+	// 1000 is S3's page; smaller pages cut the listing into many ranges,
+	// several of them more than a page long.
+	for _, page := range []int32{1000, 37} {
+		t.Run(fmt.Sprint("page ", page), func(t *testing.T) {
+			defer s3.SetListPageSize(page)()
+			start = time.Now()
+			got, err := st.Search(context.Background(), "v")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("Search of %d keys took %v", len(got), time.Since(start))
+			if len(got) != len(want) {
+				t.Errorf("Search(v) returned %d entries, want %d", len(got), len(want))
+			}
+			for i, e := range got {
+				if i > 0 && got[i-1].Name >= e.Name {
+					t.Errorf("Search(v) not sorted: %q before %q", got[i-1].Name, e.Name)
+				}
+				if w, ok := want[e.Name]; !ok || zmaptest.WithoutTimes([]zmap.Entry{e})[0] != w {
+					t.Errorf("Search(v) entry %+v, want %+v", e, w)
+				}
+			}
+		})
 	}
 }
 
