@@ -28,8 +28,10 @@ import (
 // The seeds in testdata/open are the metadata objects (every object whose
 // name starts with ".", and zarr.json) of each dataset tree that
 // test/fixtures/gen_zarr.py, gen_nczarr.py and gen_v3.mjs write with
-// zarr-python, ncgen and zarrita, packed in the format parseMemStore
-// reads. Crashers the fuzzer finds are kept by go test in
+// zarr-python, ncgen and zarrita, and zarr-objects.txt, object arrays
+// (vlen-utf8, vlen-bytes, JSON, MsgPack) with their chunks, written by
+// zarr-python; packed in the format parseMemStore reads
+// (testdata/open/README.md says how). Crashers the fuzzer finds are kept by go test in
 // testdata/fuzz/FuzzOpen and rerun by every go test.
 func FuzzOpen(f *testing.F) {
 	seeds, err := filepath.Glob(filepath.Join("testdata", "open", "*.txt"))
@@ -65,6 +67,13 @@ func FuzzOpen(f *testing.F) {
 				t.Fatalf("Arrays lists %q, Array(%q) is nil", path, path)
 			}
 			_, _ = d.Attrs(ctx, path)
+			if a.Err == nil && a.Objects() {
+				// Object arrays are read whole, as one JSON document.
+				if n, ok := product(a.Meta.Shape); ok && n <= 1<<16 {
+					_, _ = a.JSON(ctx)
+				}
+				continue
+			}
 			if a.Err != nil {
 				buf := make([]byte, 8)
 				if n, err := a.ReadAt(ctx, buf, 0); err == nil && n > 0 {
@@ -140,8 +149,15 @@ func TestOpenSeeds(t *testing.T) {
 		seen[d.Generation] = true
 		good := 0
 		for _, path := range d.Arrays() {
-			if d.Array(path).Err == nil {
-				good++
+			a := d.Array(path)
+			if a.Err != nil {
+				continue
+			}
+			good++
+			if a.Objects() {
+				if _, err := a.JSON(context.Background()); err != nil {
+					t.Errorf("%s: object array %s: %v", name, path, err)
+				}
 			}
 		}
 		if good == 0 {
@@ -156,9 +172,9 @@ func TestOpenSeeds(t *testing.T) {
 // TestMemStore checks the fuzz store against the zmap contract on one
 // seed, so that a fuzz failure is Open's and not the store's.
 func TestMemStore(t *testing.T) {
-	st := parseMemStore([]byte("-- .zgroup --\n{}\n-- g/v/.zarray --\nA\n-- g/v/0 --\nBC\n-- g/../x --\nbad\n-- h/ --\nbad\n"))
+	st := parseMemStore([]byte("-- .zgroup --\n{}\n\n-- g/v/.zarray --\nA\n-- g/v/0 --\nBC\n\n-- g/../x --\nbad\n-- h/ --\nbad"))
 	ctx := context.Background()
-	for key, want := range map[string]string{".zgroup": "{}\n", "g/v/.zarray": "A\n", "g/v/0": "BC\n"} {
+	for key, want := range map[string]string{".zgroup": "{}\n", "g/v/.zarray": "A", "g/v/0": "BC\n"} {
 		got, err := st.Get(ctx, key)
 		if err != nil || string(got) != want {
 			t.Errorf("Get(%q) = %q, %v; want %q", key, got, err, want)
@@ -195,8 +211,9 @@ type memStore struct {
 }
 
 // parseMemStore reads a store from data: a sequence of objects, each a
-// header line "-- KEY --" followed by the object's bytes up to the next
-// header line (its final newline included). Keys that are not canonical
+// header line "-- KEY --" followed by the object's bytes, which end one
+// newline before the next header line or the end of data (so that a
+// binary chunk can be stored exactly). Keys that are not canonical
 // (zmap.ValidKey) are dropped; a later object replaces an earlier one.
 func parseMemStore(data []byte) *memStore {
 	s := &memStore{objects: map[string][]byte{}}
@@ -204,7 +221,7 @@ func parseMemStore(data []byte) *memStore {
 	var body []byte
 	flush := func() {
 		if valid {
-			s.objects[key] = body
+			s.objects[key] = bytes.TrimSuffix(body, []byte("\n"))
 		}
 	}
 	for len(data) > 0 {
