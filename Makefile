@@ -9,7 +9,8 @@ PREFIX  ?= /usr/local
 SBINDIR ?= /sbin
 # --version shows this, the module version and the commit.
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null)
-GOBUILD  = $(GO) build -ldflags "-X main.version=$(VERSION)"
+# -buildvcs=auto overrides a GOFLAGS=-buildvcs=false, so that Go records the commit.
+GOBUILD  = $(GO) build -buildvcs=auto -ldflags "-X main.version=$(VERSION)"
 
 .PHONY: all build deps demo test vet fuzz clean install uninstall
 
