@@ -188,17 +188,21 @@ type sample struct {
 	reads      int64
 }
 
-// runLoad mounts sd with the probe binary, runs cfg.readers readers for
-// cfg.duration (half of them scan sequentially, half read at random, each
-// through its own O_DIRECT file so that every read reaches the daemon),
-// then sends SIGTERM while they still read. Every read before the signal
+// runLoad mounts sd (with the probe binary when cfg.watch is set), runs
+// cfg.readers readers for cfg.duration (half of them scan sequentially,
+// half read at random, each through its own O_DIRECT file so that every
+// read reaches the daemon), then sends SIGTERM while they still read. Every read before the signal
 // must return the right bytes; after it, a read may fail but never return
 // wrong bytes; the daemon must exit 0 within the bound and leave nothing
 // mounted.
 func runLoad(t *testing.T, sd soakData, cfg loadConfig) {
 	probe := filepath.Join(t.TempDir(), "probe")
-	t.Setenv("NCZARRFS_PROBE", probe)
-	d := startDaemonBinary(t, probeBinary(t), sd.source, "--cache-size", cfg.cache)
+	bin := nczarrfsBinary(t)
+	if cfg.watch {
+		t.Setenv("NCZARRFS_PROBE", probe)
+		bin = probeBinary(t)
+	}
+	d := startDaemonBinary(t, bin, sd.source, "--cache-size", cfg.cache)
 	pid := d.cmd.Process.Pid
 
 	seed := uint64(testSeed(t))
