@@ -8,12 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"os/user"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
-	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/urfave/cli/v2"
 
 	"github.com/nczarrfs/nczarrfs/cache"
@@ -23,137 +24,264 @@ import (
 	"github.com/nczarrfs/nczarrfs/zmap/source"
 )
 
+// stopGrace bounds how long a stopping daemon waits for the files still
+// open in a lazily detached mount before it exits anyway.
+const stopGrace = 5 * time.Second
+
 func mountCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "mount",
-		Usage:     "mount SOURCE read-only at MOUNTPOINT, in the foreground",
+		Usage:     "mount SOURCE read-only at MOUNTPOINT",
 		ArgsUsage: "SOURCE MOUNTPOINT",
-		Description: `SOURCE is a directory tree or zip file (a plain path), or an NCZarr URL:
+		Description: `Mounts SOURCE read-only at MOUNTPOINT and serves it until the mountpoint is
+unmounted ("nczarrfs unmount MOUNTPOINT", "fusermount3 -u MOUNTPOINT" or
+"umount MOUNTPOINT") or the process gets SIGINT or SIGTERM. A signal unmounts;
+when files are open it detaches the mount lazily, gives reads in flight 5s, and
+exits 0. A second signal exits at once. Flags may come before or after the
+arguments.
+
+SOURCE is a directory tree or zip file (a plain path), or an NCZarr URL:
    file:///data/x.zip#mode=nczarr,zip   file:///data/x.file#mode=zarr,file
    s3://bucket/key   https://host[:port]/bucket/key#mode=nczarr,s3
 
-Unmount with "fusermount3 -u MOUNTPOINT", or stop the process with
-SIGINT or SIGTERM: either unmounts cleanly and exits 0.`,
+Examples:
+   nczarrfs mount /data/run42.zip /mnt/run42
+   nczarrfs mount --daemon --log-file /var/log/run42.log s3://bucket/run42 /mnt/run42
+   nczarrfs mount 'http://127.0.0.1:9000/bucket/run42#mode=nczarr,s3' /mnt/run42 --no-sign-request
+   nczarrfs mount /data/run42.zip /mnt/run42 --allow-other --uid 1000 --umask 027`,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "cache-size", Value: "256MiB", Usage: "memory for decoded chunks (bytes, or with a KiB/MiB/GiB suffix)"},
+			&cli.BoolFlag{Name: "daemon", Usage: "run in the background once the mount is up; the exit status says whether it came up"},
+			&cli.BoolFlag{Name: "allow-other", Usage: "let other users read the mount (needs user_allow_other in /etc/fuse.conf unless root)"},
+			&cli.BoolFlag{Name: "allow-non-empty", Usage: "mount over a directory that is not empty or is a mount already"},
+			&cli.StringFlag{Name: "uid", Usage: "owner of every file (user name or number; default: the user running nczarrfs)"},
+			&cli.StringFlag{Name: "gid", Usage: "group of every file (group name or number; default: the group running nczarrfs)"},
+			&cli.StringFlag{Name: "umask", Usage: "octal mode bits to clear from files (0444) and directories (0555), e.g. 027"},
+			&cli.StringFlag{Name: "log-file", Usage: "append the log to this file instead of stderr"},
+			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log format: text or json"},
 			&cli.BoolFlag{Name: "debug", Usage: "log debug messages and every FUSE request"},
-			&cli.BoolFlag{Name: "allow-other", Usage: "let other users read the mount (needs user_allow_other in /etc/fuse.conf)"},
 			&cli.StringFlag{Name: "endpoint-url", Usage: "S3 endpoint, e.g. http://127.0.0.1:9000", EnvVars: []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"}},
 			&cli.StringFlag{Name: "region", Usage: "S3 region (default from the AWS configuration)"},
 			&cli.StringFlag{Name: "profile", Usage: "AWS shared-config profile"},
 			&cli.BoolFlag{Name: "no-sign-request", Usage: "read a public bucket without credentials"},
 			&cli.DurationFlag{Name: "s3-timeout", Usage: "bound on each S3 request, retries included (default 30s, or NCZARRFS_S3_TIMEOUT)"},
+			// Set by the mount helper form: no "mounted" line for mount(8).
+			&cli.BoolFlag{Name: "mount-helper", Hidden: true},
 		}, diskCacheFlags()...),
 		Action: runMount,
 	}
 }
 
-func runMount(c *cli.Context) error {
-	if c.NArg() != 2 {
-		return fmt.Errorf("mount needs SOURCE and MOUNTPOINT (got %d arguments); see nczarrfs mount --help", c.NArg())
-	}
-	src, mountpoint := c.Args().Get(0), c.Args().Get(1)
-	level := slog.LevelInfo
-	if c.Bool("debug") {
-		level = slog.LevelDebug
-	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+// mountConfig is the checked mount command line.
+type mountConfig struct {
+	source, mountpoint string
+	cacheSize          int64
+	uid, gid           *uint32
+	umask              uint32
+	s3Timeout          time.Duration
+	logFile, logFormat string
+	debug              bool
+}
 
-	cacheSize, err := parseSize(c.String("cache-size"))
-	if err != nil {
-		return fmt.Errorf("--cache-size: %w", err)
+func parseMountFlags(c *cli.Context) (*mountConfig, error) {
+	if c.NArg() != 2 {
+		return nil, fmt.Errorf("mount needs SOURCE and MOUNTPOINT (got %d arguments); see nczarrfs mount --help", c.NArg())
 	}
-	if err := checkMountpoint(mountpoint); err != nil {
+	cfg := &mountConfig{
+		source:     c.Args().Get(0),
+		mountpoint: c.Args().Get(1),
+		logFile:    c.String("log-file"),
+		logFormat:  c.String("log-format"),
+		debug:      c.Bool("debug"),
+	}
+	var err error
+	if cfg.cacheSize, err = parseSize(c.String("cache-size")); err != nil {
+		return nil, fmt.Errorf("--cache-size: %w", err)
+	}
+	if cfg.cacheSize == 0 {
+		return nil, errors.New("--cache-size: must be more than 0 (try 256MiB)")
+	}
+	if c.IsSet("s3-timeout") {
+		if cfg.s3Timeout = c.Duration("s3-timeout"); cfg.s3Timeout <= 0 {
+			return nil, fmt.Errorf("--s3-timeout: %v is not a positive duration (try 30s)", cfg.s3Timeout)
+		}
+	}
+	if c.IsSet("uid") {
+		if cfg.uid, err = parseID(c.String("uid"), lookupUser); err != nil {
+			return nil, fmt.Errorf("--uid: %w", err)
+		}
+	}
+	if c.IsSet("gid") {
+		if cfg.gid, err = parseID(c.String("gid"), lookupGroup); err != nil {
+			return nil, fmt.Errorf("--gid: %w", err)
+		}
+	}
+	if c.IsSet("umask") {
+		if cfg.umask, err = parseUmask(c.String("umask")); err != nil {
+			return nil, fmt.Errorf("--umask: %w", err)
+		}
+	}
+	if cfg.logFormat != "text" && cfg.logFormat != "json" {
+		return nil, fmt.Errorf("--log-format: %q is not text or json", cfg.logFormat)
+	}
+	return cfg, nil
+}
+
+func runMount(c *cli.Context) error {
+	cfg, err := parseMountFlags(c)
+	if err != nil {
+		return err
+	}
+	ready := readyNotifier()
+	if c.Bool("daemon") && ready == nil {
+		args, err := daemonArgs(c.App.Metadata)
+		if err != nil {
+			return err
+		}
+		return startDaemon(os.Args[0], args)
+	}
+	logs, err := newLogging(cfg.logFile, cfg.logFormat, cfg.debug)
+	if err != nil {
+		return err
+	}
+	defer logs.close()
+	log := logs.logger
+	if err := checkMountpoint(cfg.mountpoint, c.Bool("allow-non-empty")); err != nil {
 		return err
 	}
 	if err := checkFUSE(); err != nil {
 		return err
 	}
+	mountpoint, err := absMountpoint(cfg.mountpoint)
+	if err != nil {
+		return err
+	}
 
-	// SIGINT/SIGTERM cancel whatever is under way; once mounted (even
-	// while the mount handshake is still in progress) they unmount.
+	// The first SIGINT or SIGTERM cancels what is under way and, once
+	// mounted, stops the mount (see stop); a second one exits at once.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var server atomic.Pointer[fuse.Server]
+	var mounted atomic.Bool
+	stopping := make(chan struct{})
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	go func() {
-		for sig := range sigs {
-			log.Info("stopping", "signal", sig.String(), "mountpoint", mountpoint)
-			cancel()
-			if s := server.Load(); s != nil {
-				unmount(s, log)
+		sig := <-sigs
+		log.Info("stopping", "signal", sig.String(), "mountpoint", mountpoint)
+		cancel()
+		close(stopping)
+		sig = <-sigs
+		log.Warn("second signal: exiting now", "signal", sig.String())
+		if mounted.Load() {
+			if err := detach(mountpoint); err != nil && isMounted(mountpoint) {
+				log.Error("lazy unmount failed", "mountpoint", mountpoint, "err", err)
+				os.Exit(1)
 			}
 		}
+		os.Exit(0)
 	}()
 
-	parsed, err := source.Parse(src)
+	parsed, err := source.Parse(cfg.source)
 	if err != nil {
 		return err
 	}
-	opts, err := storeOptions(c, log, c.Duration("s3-timeout"))
+	opts, err := storeOptions(c, log, cfg.s3Timeout)
 	if err != nil {
 		return err
 	}
 	store, err := source.Open(ctx, parsed, opts)
 	if err != nil {
-		return err
+		return stoppedOr(ctx, log, err)
 	}
 	defer store.Close()
 
 	// .nczarrfs/stats counts the store's requests and the cache's work.
-	counted, chunks := stats.CountStore(store), cache.New(cacheSize)
+	counted, chunks := stats.CountStore(store), cache.New(cfg.cacheSize)
 	ds, err := nczarr.Open(ctx, counted, nczarr.Options{Cache: chunks, Logger: log})
 	if err != nil {
 		if errors.Is(err, nczarr.ErrNoDataset) {
-			return fmt.Errorf("%s holds no dataset: %w", src, err)
+			err = fmt.Errorf("%s holds no dataset: %w", cfg.source, err)
+		} else {
+			err = fmt.Errorf("reading %s: %w", cfg.source, err)
 		}
-		return fmt.Errorf("reading %s: %w", src, err)
+		return stoppedOr(ctx, log, err)
 	}
-	log.Debug("opened dataset", "source", src, "generation", ds.Generation,
+	log.Debug("opened dataset", "source", source.Redact(cfg.source), "generation", ds.Generation,
 		"groups", len(ds.Groups()), "arrays", len(ds.Arrays()))
 
 	srv, err := fusefs.Mount(mountpoint, ds, counted, fusefs.Options{
 		Logger:     log,
-		FsName:     source.Redact(src),
-		Name:       datasetName(src),
-		Stats:      &stats.Mount{Source: source.Redact(src), Store: counted, Cache: chunks},
-		Debug:      c.Bool("debug"),
+		FsName:     source.Redact(cfg.source),
+		Stats:      &stats.Mount{Source: source.Redact(cfg.source), Store: counted, Cache: chunks},
+		Name:       datasetName(cfg.source),
+		Debug:      cfg.debug,
 		AllowOther: c.Bool("allow-other"),
+		UID:        cfg.uid,
+		GID:        cfg.gid,
+		Umask:      cfg.umask,
 	})
 	if err != nil {
 		return fmt.Errorf("mounting at %s: %w", mountpoint, err)
 	}
-	server.Store(srv)
-	if ctx.Err() != nil {
-		// A signal came while the mount was being set up.
-		unmount(srv, log)
+	mounted.Store(true)
+	served := make(chan struct{})
+	go func() {
+		// Wait returns once the kernel has let go: after our unmount,
+		// fusermount3 -u, umount, or the last close after a lazy one.
+		srv.Wait()
+		close(served)
+	}()
+	if logs.file != nil {
+		log.Info("mounted", "source", source.Redact(cfg.source), "mountpoint", mountpoint)
 	}
-	// Wait returns once the kernel has let go, whether we or
-	// fusermount3 -u unmounted.
-	srv.Wait()
+	if !c.Bool("mount-helper") {
+		fmt.Fprintf(os.Stderr, "nczarrfs: mounted %s at %s\n", source.Redact(cfg.source), mountpoint)
+	}
+	if ready != nil {
+		if err := ready(logs); err != nil {
+			log.Error("telling the parent the mount is up", "err", err)
+		}
+	}
+
+	select {
+	case <-served:
+		log.Info("unmounted", "mountpoint", mountpoint)
+	case <-stopping:
+		stop(mountpoint, served, log)
+	}
 	return nil
 }
 
-func unmount(s *fuse.Server, log *slog.Logger) {
-	if err := s.Unmount(); err != nil {
-		log.Error("unmount failed; is the mountpoint busy?", "err", err)
+// stoppedOr returns nil when err is the cancellation of a signal that
+// came before the mount was up (the process was asked to stop), else err.
+func stoppedOr(ctx context.Context, log *slog.Logger, err error) error {
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		log.Info("stopped before the mount was up")
+		return nil
 	}
+	return err
 }
 
-// checkMountpoint says clearly what is wrong with a mountpoint.
-func checkMountpoint(path string) error {
-	info, err := os.Stat(path)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return fmt.Errorf("mountpoint %s does not exist (create it with mkdir)", path)
-	case err != nil:
-		return fmt.Errorf("mountpoint %s: %w", path, err)
-	case !info.IsDir():
-		return fmt.Errorf("mountpoint %s is not a directory", path)
+// stop unmounts after a signal. A busy mount is detached lazily, so new
+// opens fail at once while open files keep working; those get stopGrace
+// to finish before the process exits and the kernel fails what is left
+// with ENOTCONN.
+func stop(mountpoint string, served <-chan struct{}, log *slog.Logger) {
+	if err := unmount(mountpoint); err != nil {
+		log.Info("mountpoint busy; detaching it lazily", "mountpoint", mountpoint, "reason", err)
+		if err := detach(mountpoint); err != nil {
+			log.Error("lazy unmount failed", "mountpoint", mountpoint, "err", err)
+		}
 	}
-	return nil
+	timer := time.NewTimer(stopGrace)
+	defer timer.Stop()
+	select {
+	case <-served:
+		log.Info("unmounted", "mountpoint", mountpoint)
+	case <-timer.C:
+		log.Warn("files still open; exiting, their next reads fail", "mountpoint", mountpoint, "waited", stopGrace)
+	}
 }
 
 // checkFUSE fails early, with a hint, where FUSE cannot work.
@@ -187,4 +315,49 @@ func parseSize(s string) (int64, error) {
 		return 0, fmt.Errorf("%q is not a size (try 256MiB)", s)
 	}
 	return n * mult, nil
+}
+
+// parseID reads a user or group id: a number, or a name lookup resolves.
+func parseID(s string, lookup func(string) (string, error)) (*uint32, error) {
+	if s == "" {
+		return nil, errors.New("empty")
+	}
+	id := s
+	if s[0] < '0' || s[0] > '9' {
+		var err error
+		if id, err = lookup(s); err != nil {
+			return nil, err
+		}
+	}
+	n, err := strconv.ParseUint(id, 10, 32)
+	if err != nil || n == 1<<32-1 {
+		return nil, fmt.Errorf("%q is not a name or a number below 4294967295", s)
+	}
+	v := uint32(n)
+	return &v, nil
+}
+
+func lookupUser(name string) (string, error) {
+	u, err := user.Lookup(name)
+	if err != nil {
+		return "", fmt.Errorf("no user %q", name)
+	}
+	return u.Uid, nil
+}
+
+func lookupGroup(name string) (string, error) {
+	g, err := user.LookupGroup(name)
+	if err != nil {
+		return "", fmt.Errorf("no group %q", name)
+	}
+	return g.Gid, nil
+}
+
+// parseUmask reads an octal umask such as 022 or 0027.
+func parseUmask(s string) (uint32, error) {
+	n, err := strconv.ParseUint(s, 8, 32)
+	if err != nil || n > 0o777 {
+		return 0, fmt.Errorf("%q is not an octal mask from 000 to 777", s)
+	}
+	return uint32(n), nil
 }
