@@ -247,10 +247,14 @@ func (w *walker) group(ctx context.Context, prefix string, zgroup, zattrs object
 		}
 	}
 	for _, name := range arrays {
-		g.Arrays = append(g.Arrays, zmap.Join(prefix, name))
+		if childName(name) {
+			g.Arrays = append(g.Arrays, zmap.Join(prefix, name))
+		}
 	}
 	for _, name := range groups {
-		g.Groups = append(g.Groups, zmap.Join(prefix, name))
+		if childName(name) {
+			g.Groups = append(g.Groups, zmap.Join(prefix, name))
+		}
 	}
 	sort.Strings(g.Arrays)
 	sort.Strings(g.Groups)

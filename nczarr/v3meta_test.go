@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -242,4 +243,61 @@ func FuzzV3Shard(f *testing.F) {
 			t.Fatalf("read %d of %d bytes without an error", n, len(buf))
 		}
 	})
+}
+
+// mapStore holds the objects of a map; it lists nothing.
+type mapStore struct {
+	emptyStore
+	objects map[string]string
+}
+
+func (s mapStore) Get(ctx context.Context, key string) ([]byte, error) {
+	if v, ok := s.objects[key]; ok {
+		return []byte(v), nil
+	}
+	return s.emptyStore.Get(ctx, key)
+}
+
+func (s mapStore) Size(ctx context.Context, key string) (int64, error) {
+	if v, ok := s.objects[key]; ok {
+		return int64(len(v)), nil
+	}
+	return s.emptyStore.Size(ctx, key)
+}
+
+func (s mapStore) Search(context.Context, string) ([]zmap.Entry, error) { return nil, nil }
+
+// TestGroupCycles opens datasets whose groups list themselves or their
+// parent as a child (names "", ".", "..", and paths): such names are
+// skipped, where walking them would never end.
+func TestGroupCycles(t *testing.T) {
+	bad := `["", ".", "..", "g/..", "g"]`
+	for _, tc := range []struct {
+		name    string
+		objects map[string]string
+		want    string
+	}{
+		// v3 skips a listed child without zarr.json; the v2 walker keeps
+		// a listed group whose .zgroup is missing.
+		{"nczarr v3", map[string]string{
+			"zarr.json":   `{"zarr_format": 3, "node_type": "group", "attributes": {"_nczarr_superblock": {"format": 3}, "_nczarr_group": {"arrays": [], "subgroups": ` + bad + `}}}`,
+			"g/zarr.json": `{"zarr_format": 3, "node_type": "group", "attributes": {"_nczarr_group": {"arrays": [], "subgroups": ` + bad + `}}}`,
+		}, "[ g]"},
+		{"nczarr v2", map[string]string{
+			".zgroup":   `{"zarr_format": 2}`,
+			".zattrs":   `{"_nczarr_superblock": {"version": "2.0.0"}, "_nczarr_group": {"dimensions": {}, "arrays": [], "groups": ` + bad + `}}`,
+			"g/.zgroup": `{"zarr_format": 2}`,
+			"g/.zattrs": `{"_nczarr_group": {"dimensions": {}, "arrays": [], "groups": ` + bad + `}}`,
+		}, "[ g g/g]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := Open(context.Background(), mapStore{objects: tc.objects}, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprint(d.Groups()); got != tc.want {
+				t.Errorf("groups %q, want %s", got, tc.want)
+			}
+		})
+	}
 }

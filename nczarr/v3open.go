@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/nczarrfs/nczarrfs/zmap"
@@ -72,6 +73,10 @@ func (w *walker) groupV3(ctx context.Context, prefix string, doc object) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, name := range children {
+		if !childName(name) {
+			w.d.log.Warn("skipping a child with a bad name", "key", prefix, "name", name)
+			continue
+		}
 		p := zmap.Join(prefix, name)
 		wg.Add(1)
 		go func() {
@@ -212,4 +217,11 @@ func (w *walker) consolidatedV3(root object) bool {
 	}
 	w.d.groups = groups
 	return true
+}
+
+// childName reports whether a group's metadata names a child by one key
+// segment. An empty name, ".", ".." or a path would name the group itself
+// or another node, and walking it could loop forever.
+func childName(name string) bool {
+	return name != "" && name != "." && name != ".." && !strings.Contains(name, "/")
 }
