@@ -193,11 +193,15 @@ func TestS3MountBodyFaults(t *testing.T) {
 			// A chunk of its own, beyond what the earlier cases read
 			// and the read-ahead they started.
 			off := int64(1+6*i) * chunk * 8
+			before := injectedTotal(m.proxy)
 			m.proxy.Inject(m.key, fault, -1)
 			start := time.Now()
 			err := m.readCheck(f, off+100, 5000)
 			elapsed := time.Since(start)
 			m.proxy.Lift(m.key)
+			if injectedTotal(m.proxy) == before {
+				t.Errorf("the read did not meet the fault (no request for its chunk reached the proxy): %v", err)
+			}
 			switch {
 			case errors.Is(err, errWrongBytes):
 				t.Errorf("under the fault: %v", err)
@@ -283,6 +287,7 @@ func TestS3MountRandomFaults(t *testing.T) {
 	wg.Wait()
 	m.proxy.InjectRandom(0, nil, 0)
 	injected := m.proxy.Injected()
+	total := injectedTotal(m.proxy)
 	t.Logf("%v of 10%% random faults (seed %d): %d reads right, %d EIO, none wrong; slowest read %v; %d S3 requests, faults injected: %v",
 		duration, seed, ok.Load(), eio.Load(), time.Duration(slowest.Load()).Round(time.Millisecond), m.proxy.Requests(), injected)
 	if ok.Load() == 0 {
@@ -290,10 +295,6 @@ func TestS3MountRandomFaults(t *testing.T) {
 	}
 	if time.Duration(slowest.Load()) > hangLimit {
 		t.Errorf("the slowest read took %v; the S3 timeout is %v", time.Duration(slowest.Load()), faultTimeout)
-	}
-	total := 0
-	for _, n := range injected {
-		total += n
 	}
 	if total == 0 {
 		t.Error("the proxy injected no fault")
@@ -309,4 +310,13 @@ func TestS3MountRandomFaults(t *testing.T) {
 	if m.d.exited() {
 		t.Fatalf("the daemon exited:\n%s", clip(m.d.output.String()))
 	}
+}
+
+// injectedTotal is how many faults p has injected, of every kind.
+func injectedTotal(p *faultproxy.Proxy) int {
+	total := 0
+	for _, n := range p.Injected() {
+		total += n
+	}
+	return total
 }
