@@ -227,11 +227,9 @@ func (f *synthFile) bytes(ctx context.Context) ([]byte, error) {
 func (f *synthFile) attr(ctx context.Context, a *fuse.Attr) error {
 	b, err := f.bytes(ctx)
 	f.t.fill(a, fuse.S_IFREG|0o444, uint64(len(b)), f.ino)
-	if f.isLive {
-		stamp(a, time.Now())
-	} else {
+	if !f.isLive {
 		stamp(a, f.t.dirTime(ctx, f.timeKey))
-	}
+	} // else the mount's start, when the counters started
 	return err
 }
 

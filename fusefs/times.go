@@ -23,7 +23,8 @@ import (
 //   - the root, and header.cdl, have the time of the root's metadata
 //     object, else of .zmetadata, else of the newest object at the top;
 //     a group or array without a metadata object of its own gets it too;
-//   - the live files in .nczarrfs have the time they are read.
+//   - the live files in .nczarrfs have the time the mount started, when
+//     their counters started.
 //
 // Only when the store cannot say (an error, or a store that records no
 // times) is the mount's start used; such a time is not remembered.
