@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"io"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -173,4 +174,14 @@ func FuzzNormalizeArgs(f *testing.F) {
 			t.Fatalf("normalizeArgs(%q) lost words: %q", args, out)
 		}
 	})
+}
+
+// TestHelpExamples: every command's help ends with examples of its use.
+func TestHelpExamples(t *testing.T) {
+	examples := regexp.MustCompile(`(?s)\nExamples?:\n.*\bnczarrfs `)
+	for _, c := range commands() {
+		if !examples.MatchString(c.Description) {
+			t.Errorf("nczarrfs help %s has no examples", c.Name)
+		}
+	}
 }

@@ -76,15 +76,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 func newApp(stdout, stderr io.Writer) *cli.App {
 	app := &cli.App{
 		Name:  "nczarrfs",
-		Usage: "mount an NCZarr or Zarr v2 dataset as a read-only filesystem",
+		Usage: "mount an NCZarr or Zarr (v2, v3) dataset as a read-only filesystem",
 		UsageText: `nczarrfs mount [options] SOURCE MOUNTPOINT
 nczarrfs SOURCE MOUNTPOINT [-o opt1,opt2=value]   (mount helper form, as mount(8) runs it)
 nczarrfs unmount MOUNTPOINT
+nczarrfs ls|info|header|cat [options] SOURCE ...  (read without mounting)
 nczarrfs help [COMMAND]`,
 		Description: `Examples:
    nczarrfs mount /data/run42.zip /mnt/run42 &
    nczarrfs mount --daemon s3://bucket/run42 /mnt/run42
    nczarrfs unmount /mnt/run42
+   nczarrfs header /data/run42.zip
    mount -t fuse.nczarrfs /data/run42.zip /mnt/run42 -o ro,cache_size=1GiB`,
 		Version:              versionString(),
 		Commands:             commands(),
