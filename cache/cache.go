@@ -146,23 +146,41 @@ func (c *Cache) Acquire(ctx context.Context, key string, fn func(ctx context.Con
 	return c.acquire(ctx, key, fn)
 }
 
+// Peek returns a Ref to the value cached under key, or nil when there is
+// none (a load in flight is none): it starts no load, for callers that
+// read what they need another way on a miss. A Ref it returns is a hit.
+func (c *Cache) Peek(key string) *Ref {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.entries[key]; ok {
+		return c.hit(el)
+	}
+	return nil
+}
+
+// hit counts a hit on a cached entry and returns a Ref to it. c.mu is held.
+func (c *Cache) hit(el *list.Element) *Ref {
+	c.lru.MoveToFront(el)
+	c.hits++
+	e := el.Value.(*entry)
+	e.refs++
+	e.cold = false
+	if e.prefetched {
+		e.prefetched = false
+		c.prefetchHits++
+	}
+	return &Ref{c: c, e: e, hit: true}
+}
+
 func (c *Cache) acquire(ctx context.Context, key string, fn func(context.Context, Alloc) ([]byte, error)) (*Ref, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	c.mu.Lock()
 	if el, ok := c.entries[key]; ok {
-		c.lru.MoveToFront(el)
-		c.hits++
-		e := el.Value.(*entry)
-		e.refs++
-		e.cold = false
-		if e.prefetched {
-			e.prefetched = false
-			c.prefetchHits++
-		}
+		ref := c.hit(el)
 		c.mu.Unlock()
-		return &Ref{c: c, e: e, hit: true}, nil
+		return ref, nil
 	}
 	c.misses++
 	l, inFlight := c.loads[key]

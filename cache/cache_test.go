@@ -417,3 +417,30 @@ func TestRecyclingUnderConcurrency(t *testing.T) {
 		t.Errorf("stats %+v: want buffers recycled, within budget", s)
 	}
 }
+
+func TestPeekLoadsNothing(t *testing.T) {
+	c := New(1 << 20)
+	if ref := c.Peek("k"); ref != nil {
+		t.Fatal("Peek of an empty cache returned a value")
+	}
+	if s := c.Stats(); s.Misses != 0 || s.Hits != 0 || s.Entries != 0 {
+		t.Errorf("Peek of a missing key changed the stats: %+v", s)
+	}
+	ref, err := c.Acquire(context.Background(), "k", func(ctx context.Context, alloc Alloc) ([]byte, error) {
+		b := alloc(3)
+		copy(b, "abc")
+		return b, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref.Release()
+	peek := c.Peek("k")
+	if peek == nil || string(peek.Value()) != "abc" || !peek.Hit() {
+		t.Fatalf("Peek after a load = %v, want a hit on abc", peek)
+	}
+	peek.Release()
+	if s := c.Stats(); s.Hits != 1 || s.Misses != 1 {
+		t.Errorf("stats %+v, want one miss (the load) and one hit (the Peek)", s)
+	}
+}

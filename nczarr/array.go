@@ -197,7 +197,10 @@ func (a *Array) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 
 // read is ReadAt; it also reports whether every chunk was cached already,
 // and calls before, when not nil, with the range it is about to read.
-func (a *Array) read(ctx context.Context, p []byte, off int64, before func(off, end int64)) (n int, hit bool, err error) {
+// A read that before does not call sequential (and every read without
+// before) of an uncompressed array in a remote store fetches only the
+// bytes it needs (ranged.go).
+func (a *Array) read(ctx context.Context, p []byte, off int64, before func(off, end int64) (sequential bool)) (n int, hit bool, err error) {
 	if a.Err != nil {
 		return 0, false, a.Err
 	}
@@ -211,10 +214,20 @@ func (a *Array) read(ctx context.Context, p []byte, off int64, before func(off, 
 	if rest := a.size - off; int64(want) > rest {
 		p = p[:rest]
 	}
+	sequential := false
 	if before != nil {
-		before(off, off+int64(len(p)))
+		sequential = before(off, off+int64(len(p)))
 	}
 	keys, ops := a.plan(off, len(p))
+	if !sequential && a.rangedReads() {
+		if err := a.readRanged(ctx, p, keys, ops); err != nil {
+			return 0, false, err
+		}
+		if len(p) < want {
+			return len(p), false, io.EOF
+		}
+		return len(p), false, nil
+	}
 	chunks := make([]chunkRef, len(keys))
 	defer func() {
 		for i := range chunks {

@@ -73,15 +73,16 @@ func (r *Reader) maxWindow() int64 { return max(minWindow, r.a.d.cache.Budget()/
 
 // ahead is told about each read of [off, end) before it fetches its
 // chunks: for a sequential reader it queues the loads of the chunks that
-// start before end+window and demotes those that ended before off.
-func (r *Reader) ahead(off, end int64) {
+// start before end+window and demotes those that ended before off. It
+// reports whether the read continues a sequential run.
+func (r *Reader) ahead(off, end int64) (sequential bool) {
 	a := r.a
 	g := a.grid()
 	chunkBytes := a.chunkElems * int64(a.ItemSize)
 	// The most chunks read-ahead may hold: a quarter of the cache.
 	limit := a.d.cache.Budget() / 4 / chunkBytes
 	if limit < 1 || g.n == 0 {
-		return
+		return false
 	}
 
 	r.mu.Lock()
@@ -92,7 +93,7 @@ func (r *Reader) ahead(off, end int64) {
 		r.launched = g.ordinalAt(end-1, a) + 1
 		r.demoted = g.ordinalAt(off, a)
 		r.mu.Unlock()
-		return
+		return false
 	}
 	r.next = max(r.next, end)
 	var demote []int64
@@ -121,6 +122,7 @@ func (r *Reader) ahead(off, end int64) {
 			a.d.ahead.push(run)
 		}
 	}
+	return true
 }
 
 // chunkGrid numbers an array's chunks in C order of their grid index, the

@@ -431,6 +431,10 @@ const Parallelism = 32
 // Parallelism returns the package's Parallelism (nczarr.Open asks).
 func (s *Store) Parallelism() int { return Parallelism }
 
+// Remote reports that every read is a transfer, so that readers fetch
+// only the bytes they need where they can (nczarr asks).
+func (s *Store) Remote() bool { return true }
+
 // Size returns the size of the object stored under key (HeadObject).
 func (s *Store) Size(ctx context.Context, key string) (int64, error) {
 	e, err := s.Stat(ctx, key)

@@ -1,0 +1,120 @@
+package nczarr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/nczarrfs/nczarrfs/nczarr/codec"
+	"github.com/nczarrfs/nczarrfs/zmap"
+)
+
+// rangedReads reports whether reads that are not sequential fetch only
+// the bytes they need instead of whole chunks: for arrays whose stored
+// chunks are their decoded bytes (no codec, no byte swap, C order) in a
+// store that is remote, where fetching a whole chunk for a few bytes of it
+// costs a transfer, not just a copy. A remote store says so with a
+// Remote method, on it or on a store it wraps.
+func (a *Array) rangedReads() bool {
+	if a.v3 != nil || a.Chain.Len() != 0 || a.swap > 1 || (a.Meta.Order == 'F' && len(a.Meta.Chunks) > 1) {
+		return false
+	}
+	for s := a.d.store; s != nil; {
+		if r, ok := s.(interface{ Remote() bool }); ok {
+			return r.Remote()
+		}
+		u, ok := s.(interface{ Unwrap() zmap.Store })
+		if !ok {
+			return false
+		}
+		s = u.Unwrap()
+	}
+	return false
+}
+
+// readRanged is the copy step of read for rangedReads arrays: chunks in
+// the cache are used from there; of every other chunk, one ranged read
+// fetches the span of it that the copies touch. A chunk that is not
+// stored is fill; one stored shorter than the span is corrupt.
+func (a *Array) readRanged(ctx context.Context, p []byte, keys []string, ops []copyOp) error {
+	type span struct {
+		lo, hi int    // chunk bytes the copies touch
+		data   []byte // bytes lo..hi, or the whole chunk (base 0)
+		base   int
+		ref    chunkRef
+	}
+	spans := make([]span, len(keys))
+	for i := range spans {
+		spans[i].lo = -1
+	}
+	for _, op := range ops {
+		s := &spans[op.chunk]
+		if s.lo < 0 || op.src < s.lo {
+			s.lo = op.src
+		}
+		s.hi = max(s.hi, op.src+op.n)
+	}
+	defer func() {
+		for i := range spans {
+			spans[i].ref.release()
+		}
+	}()
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sem := make(chan struct{}, a.d.par)
+	errs := make([]error, len(keys))
+	var wg sync.WaitGroup
+	for i, key := range keys {
+		s := &spans[i]
+		if ref := a.d.cache.Peek(key); ref != nil {
+			s.ref = chunkRef{data: ref.Value(), ref: ref}
+			s.data = s.ref.data
+			if s.data == nil {
+				s.data = a.filled()
+			}
+			continue
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			buf := make([]byte, s.hi-s.lo)
+			n, err := a.d.store.ReadAt(ctx, key, buf, int64(s.lo))
+			switch {
+			case errors.Is(err, zmap.ErrNotFound):
+				s.data = a.filled()
+			case err != nil && err != io.EOF:
+				errs[i] = fmt.Errorf("chunk %s: %w", key, err)
+			case n < len(buf):
+				errs[i] = fmt.Errorf("chunk %s: %w: stored object ends before byte %d of the chunk's %d",
+					key, codec.ErrCorrupt, s.hi, int(a.chunkElems)*a.ItemSize)
+			default:
+				s.data, s.base = buf, s.lo
+			}
+			if errs[i] != nil {
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	var first error
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	if first != nil {
+		return first
+	}
+	for _, op := range ops {
+		s := &spans[op.chunk]
+		copy(p[op.dst:op.dst+op.n], s.data[op.src-s.base:op.src-s.base+op.n])
+	}
+	return nil
+}
