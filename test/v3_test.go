@@ -149,8 +149,45 @@ func TestV3Mount(t *testing.T) {
 				}
 				mnt := mount(t, source)
 				checkDataset(t, mnt, set, ds)
+				checkV3NPY(t, mnt, ds)
 			})
 		}
+	}
+}
+
+// npyScript loads each ARRAY's data.npy under MNT with numpy and prints a
+// line for each that does not have the DTYPE and SHAPE given, or whose
+// elements are not the bytes of the array's data file.
+//
+//	npyScript MNT ARRAY DTYPE SHAPE [ARRAY DTYPE SHAPE ...]
+const npyScript = `
+import json, os, sys
+import numpy as np
+mnt, args = sys.argv[1], sys.argv[2:]
+for i in range(0, len(args), 3):
+    path, dtype, shape = args[i], args[i + 1], tuple(json.loads(args[i + 2]))
+    a = np.load(os.path.join(mnt, path, "data.npy"))
+    with open(os.path.join(mnt, path, "data"), "rb") as f:
+        raw = f.read()
+    if a.dtype != np.dtype(dtype) or a.shape != shape or a.tobytes() != raw:
+        print("%s: data.npy has dtype %s shape %s, %d bytes; want %s %s and data's %d bytes" % (path, a.dtype.str, a.shape, a.nbytes, dtype, shape, len(raw)))
+`
+
+// checkV3NPY has numpy load every readable array's data.npy: its dtype and
+// shape must be the reference's, and its elements data's bytes.
+func checkV3NPY(t *testing.T, mnt string, ds dataset) {
+	t.Helper()
+	args := []string{"-c", npyScript, mnt}
+	for _, a := range ds.Arrays {
+		if a.Error {
+			continue
+		}
+		shape, _ := json.Marshal(a.Shape)
+		args = append(args, a.Path, a.Dtype, string(shape))
+	}
+	out, err := exec.Command(python, args...).CombinedOutput()
+	if err != nil || len(out) > 0 {
+		t.Errorf("numpy.load of data.npy: %v\n%s", err, out)
 	}
 }
 
