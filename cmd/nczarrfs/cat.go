@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
 
 	"github.com/nczarrfs/nczarrfs/describe"
 	"github.com/nczarrfs/nczarrfs/nczarr"
@@ -79,7 +81,7 @@ func runCat(c *cli.Context) error {
 	if a.Objects() {
 		err = writeJSON(ctx, w, a)
 	} else {
-		err = writeArray(ctx, w, a, c.Bool("npy"), newProgress(os.Stderr, a.Size()))
+		err = writeArray(ctx, w, a, c.Bool("npy"), newProgress(os.Stderr, w, a.Size()))
 	}
 	if f != nil {
 		if cerr := f.Close(); err == nil {
@@ -96,6 +98,8 @@ func runCat(c *cli.Context) error {
 }
 
 // writeArray writes a's decoded bytes, after the .npy header with npy.
+// It reads through one nczarr.Reader, as an open data file of a mount
+// does, so the chunks after each block are loaded ahead of it.
 func writeArray(ctx context.Context, w io.Writer, a *nczarr.Array, npy bool, p *progress) error {
 	if npy {
 		h, err := describe.NPYHeader(a)
@@ -106,25 +110,57 @@ func writeArray(ctx context.Context, w io.Writer, a *nczarr.Array, npy bool, p *
 			return err
 		}
 	}
-	buf := make([]byte, min(int64(catBlock), max(a.Size(), 1)))
 	defer p.done()
-	for off := int64(0); off < a.Size(); {
-		n, err := a.ReadAt(ctx, buf, off)
+	_, err := io.Copy(w, &arrayReader{ctx: ctx, a: a, r: a.NewReader(), p: p})
+	return err
+}
+
+// arrayReader is an io.Reader of an array's decoded bytes from the start.
+// Its WriteTo, which io.Copy uses, reads catBlock bytes at a time.
+type arrayReader struct {
+	ctx context.Context
+	a   *nczarr.Array
+	r   *nczarr.Reader
+	off int64
+	p   *progress
+}
+
+func (r *arrayReader) Read(b []byte) (int, error) {
+	if r.off >= r.a.Size() {
+		return 0, io.EOF
+	}
+	off := r.off
+	n, err := r.r.ReadAt(r.ctx, b, off)
+	r.off += int64(n)
+	r.p.update(r.off)
+	if errors.Is(err, io.EOF) && r.off >= r.a.Size() {
+		err = nil // the next Read says EOF
+	}
+	if err != nil {
+		return n, fmt.Errorf("reading %s at byte %d: %w", r.a.Path, off+int64(n), err)
+	}
+	return n, nil
+}
+
+func (r *arrayReader) WriteTo(w io.Writer) (int64, error) {
+	buf := make([]byte, min(catBlock, max(r.a.Size()-r.off, 1)))
+	var total int64
+	for {
+		n, err := r.Read(buf)
 		if n > 0 {
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				return werr
+			m, werr := w.Write(buf[:n])
+			total += int64(m)
+			if werr != nil {
+				return total, werr
 			}
-			off += int64(n)
-			p.update(off)
 		}
-		if errors.Is(err, io.EOF) && off >= a.Size() {
-			break
+		if err == io.EOF {
+			return total, nil
 		}
 		if err != nil {
-			return fmt.Errorf("reading %s at byte %d: %w", a.Path, off, err)
+			return total, err
 		}
 	}
-	return nil
 }
 
 // writeJSON writes the elements of an object array as JSON, what
@@ -141,27 +177,37 @@ func writeJSON(ctx context.Context, w io.Writer, a *nczarr.Array) error {
 // progress draws a progress bar with throughput on a terminal. A nil
 // *progress draws nothing.
 type progress struct {
-	out   *os.File
+	out   io.Writer
 	total int64
 	start time.Time
 	last  time.Time
+	width int // of the longest line drawn, to blank out a longer one's tail
 }
 
-// newProgress returns a progress bar on out when out is a terminal and
-// the array is long, else nil.
-func newProgress(out *os.File, total int64) *progress {
-	if total < progressMin || !isTerminal(out) {
+// newProgress returns a progress bar drawn on stderr for copying total
+// bytes to out, or nil: there is a bar only when stderr is a terminal, out
+// is not one (the bar would be mixed into the bytes) and the array is
+// long enough for the wait to be noticed.
+func newProgress(stderr *os.File, out io.Writer, total int64) *progress {
+	if total < progressMin || !isTerminal(stderr) {
+		return nil
+	}
+	if f, ok := out.(*os.File); ok && isTerminal(f) {
 		return nil
 	}
 	now := time.Now()
-	return &progress{out: out, total: total, start: now}
+	return &progress{out: stderr, total: total, start: now}
 }
 
+// isTerminal reports whether f is a terminal (and not just any character
+// device, such as /dev/null).
 func isTerminal(f *os.File) bool {
-	info, err := f.Stat()
-	return err == nil && info.Mode()&os.ModeCharDevice != 0 && info.Mode()&os.ModeDevice != 0
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }
 
+// update redraws the bar after done bytes, at most five times a second
+// and once at the end.
 func (p *progress) update(done int64) {
 	if p == nil {
 		return
@@ -171,17 +217,19 @@ func (p *progress) update(done int64) {
 		return
 	}
 	p.last = now
+	line := barLine(done, p.total, now.Sub(p.start))
+	p.width = max(p.width, len(line))
+	fmt.Fprintf(p.out, "\r%-*s", p.width, line)
+}
+
+// barLine is the progress bar's text after done of total bytes in
+// elapsed time: bar, percentage, bytes and mean throughput.
+func barLine(done, total int64, elapsed time.Duration) string {
 	const width = 30
-	filled := int(width * done / p.total)
-	bar := make([]byte, width)
-	for i := range bar {
-		bar[i] = ' '
-		if i < filled {
-			bar[i] = '='
-		}
-	}
-	rate := float64(done) / max(now.Sub(p.start).Seconds(), 1e-3)
-	fmt.Fprintf(p.out, "\r[%s] %3d%%  %s / %s  %s/s ", bar, 100*done/p.total, human(float64(done)), human(float64(p.total)), human(rate))
+	filled := int(width * done / total)
+	bar := strings.Repeat("=", filled) + strings.Repeat(" ", width-filled)
+	rate := float64(done) / max(elapsed.Seconds(), 1e-3)
+	return fmt.Sprintf("[%s] %3d%%  %s / %s  %s/s", bar, 100*done/total, human(float64(done)), human(float64(total)), human(rate))
 }
 
 func (p *progress) done() {

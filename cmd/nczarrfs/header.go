@@ -49,12 +49,16 @@ func runHeader(c *cli.Context) error {
 }
 
 // datasetName is the name ncdump gives a dataset: the last element of
-// its path without the extension ("run42" for file:///d/run42.zip#mode=...).
+// its path without the extension ("run42" for file:///d/run42.zip#mode=...),
+// the bucket for a whole bucket.
 func datasetName(src string) string {
 	p := src
 	if strings.Contains(src, "://") {
 		if u, err := url.Parse(src); err == nil {
 			p = u.Path
+			if strings.Trim(p, "/") == "" {
+				p = u.Hostname() // s3://bucket: the bucket
+			}
 		}
 	}
 	name := path.Base(strings.TrimRight(p, "/"))

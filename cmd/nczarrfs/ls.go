@@ -72,12 +72,10 @@ func runLs(c *cli.Context) error {
 		if entries == nil {
 			entries = []lsEntry{}
 		}
-		b, err := json.MarshalIndent(entries, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(c.App.Writer, "%s\n", b)
-		return err
+		enc := json.NewEncoder(c.App.Writer)
+		enc.SetEscapeHTML(false) // dtypes such as "<f4" as they are
+		enc.SetIndent("", "  ")
+		return enc.Encode(entries)
 	}
 	tw := tabwriter.NewWriter(c.App.Writer, 0, 8, 2, ' ', 0)
 	for _, e := range entries {
