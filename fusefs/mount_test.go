@@ -34,8 +34,15 @@ func mountStore(t *testing.T, store zmap.Store) string {
 	if err != nil {
 		t.Fatalf("open dataset: %v", err)
 	}
+	return mountDataset(t, ds, store, Options{FsName: "test"})
+}
+
+// mountDataset mounts ds with opts in a new folder, and unmounts it when
+// the test ends.
+func mountDataset(t *testing.T, ds *nczarr.Dataset, store zmap.Store, opts Options) string {
+	t.Helper()
 	mnt := t.TempDir()
-	server, err := Mount(mnt, ds, store, Options{FsName: "test"})
+	server, err := Mount(mnt, ds, store, opts)
 	if err != nil {
 		t.Fatalf("mount: %v", err)
 	}
@@ -48,13 +55,20 @@ func mountStore(t *testing.T, store zmap.Store) string {
 	return mnt
 }
 
-func mountSample(t *testing.T) (string, map[string][]byte) {
+// openSample opens the bundled sample, closed when the test ends.
+func openSample(t *testing.T) *zmapzip.Store {
 	t.Helper()
 	store, err := zmapzip.Open(sample)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
+	return store
+}
+
+func mountSample(t *testing.T) (string, map[string][]byte) {
+	t.Helper()
+	store := openSample(t)
 	// What the archive holds, keyed relative to the dataset root.
 	zr, err := zip.OpenReader(sample)
 	if err != nil {

@@ -22,7 +22,6 @@ import (
 	_ "github.com/nczarrfs/nczarrfs/nczarr/codec/all" // zlib
 	"github.com/nczarrfs/nczarrfs/zmap"
 	"github.com/nczarrfs/nczarrfs/zmap/file"
-	zmapzip "github.com/nczarrfs/nczarrfs/zmap/zip"
 )
 
 // synthFiles lists the files the mount adds to a dataset whose root is a
@@ -63,18 +62,7 @@ func mountWith(t *testing.T, store zmap.Store, opts Options) (string, *stats.Mou
 	}
 	m := &stats.Mount{Source: "test", Store: counted, Cache: c}
 	opts.Stats = m
-	mnt := t.TempDir()
-	server, err := Mount(mnt, ds, counted, opts)
-	if err != nil {
-		t.Fatalf("mount: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := server.Unmount(); err != nil {
-			t.Errorf("unmount: %v", err)
-		}
-		server.Wait()
-	})
-	return mnt, m
+	return mountDataset(t, ds, counted, opts), m
 }
 
 // zarrPython runs a zarr-python script with the argument dir.
@@ -121,11 +109,7 @@ func readStats(t *testing.T, mnt string) stats.Snapshot {
 }
 
 func TestStatsMoveAfterARead(t *testing.T) {
-	store, err := zmapzip.Open(sample)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := openSample(t)
 	mnt, _ := mountCounted(t, store)
 
 	entries, err := os.ReadDir(filepath.Join(mnt, ControlDir))
@@ -279,11 +263,7 @@ g.create_dataset("v", shape=(2, 3), chunks=(2, 3), dtype="<i2", compressor=None)
 }
 
 func TestLiveFileReadsPastEnd(t *testing.T) {
-	store, err := zmapzip.Open(sample)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := openSample(t)
 	mnt, _ := mountCounted(t, store)
 	f, err := os.Open(filepath.Join(mnt, ControlDir, StatsName))
 	if err != nil {

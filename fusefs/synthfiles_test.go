@@ -307,11 +307,7 @@ func TestHeaderCDLMatchesNcdump(t *testing.T) {
 		t.Errorf("header.cdl:\n%s\nncdump -h:\n%s", got, want)
 	}
 	// With a name, the first line is ncdump's too.
-	store, err := zmapzip.Open(sample)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := openSample(t)
 	mnt, _ = mountWith(t, store, Options{Name: "sample"})
 	if got, err := os.ReadFile(filepath.Join(mnt, HeaderName)); err != nil || string(got) != string(want) {
 		t.Errorf("header.cdl named sample: %v\n%s", err, got)
@@ -430,11 +426,7 @@ with open(d + "/times", "w") as f:
 
 // TestOwnerAndUmask mounts with Options.UID, GID and Umask.
 func TestOwnerAndUmask(t *testing.T) {
-	store, err := zmapzip.Open(sample)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := openSample(t)
 	uid, gid := uint32(1234), uint32(5678)
 	mnt, _ := mountWith(t, store, Options{UID: &uid, GID: &gid, Umask: 0o027})
 	for path, mode := range map[string]os.FileMode{
