@@ -16,6 +16,7 @@ if ! $run_only; then
   packages+=(netcdf-bin python3-zarr python3-numcodecs python3-xarray python3-netcdf4 python3-h5py hdf5-filter-plugin zip python3-crc32c python3-msgpack)
   packages+=(nodejs npm) # zarrita, the Zarr v3 reference: scripts/install-zarrita.sh
   packages+=(gdal-bin attr) # gdalinfo and gdal_translate open data.vrt; getfattr shows the xattrs
+  packages+=(gcc gfortran) # docs/guide.md reads data from C and Fortran, and its test runs them
 fi
 [[ ${1:-} == --bench ]] && packages+=(python3-zarr python3-numcodecs python3-boto3)
 
