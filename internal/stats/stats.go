@@ -9,6 +9,7 @@ package stats
 
 import (
 	"encoding/json"
+	"maps"
 	"sync"
 	"time"
 
@@ -148,11 +149,7 @@ func (l *ErrorLog) Count(kind string) {
 func (l *ErrorLog) Counts() map[string]int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	m := make(map[string]int64, len(l.counts))
-	for k, n := range l.counts {
-		m[k] = n
-	}
-	return m
+	return maps.Clone(l.counts)
 }
 
 // Last returns the kept errors, oldest first.
