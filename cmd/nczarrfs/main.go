@@ -159,10 +159,12 @@ func reorderFlags(args []string, flags []cli.Flag) []string {
 		}
 	}
 	var flagArgs, positional []string
+	dashes := false
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
 			positional = append(positional, args[i+1:]...)
+			dashes = true
 			break
 		}
 		if len(a) < 2 || a[0] != '-' {
@@ -180,10 +182,11 @@ func reorderFlags(args []string, flags []cli.Flag) []string {
 		}
 	}
 	for _, p := range positional {
-		if strings.HasPrefix(p, "-") {
-			// Keep a positional that looks like a flag positional.
-			return append(append(flagArgs, "--"), positional...)
-		}
+		// Keep a positional that looks like a flag positional.
+		dashes = dashes || strings.HasPrefix(p, "-")
+	}
+	if dashes {
+		flagArgs = append(flagArgs, "--")
 	}
 	return append(flagArgs, positional...)
 }
