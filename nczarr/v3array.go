@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"strings"
 
 	"github.com/nczarrfs/nczarrfs/cache"
+	"github.com/nczarrfs/nczarrfs/nczarr/codec"
 	"github.com/nczarrfs/nczarrfs/zmap"
 )
 
@@ -184,16 +186,35 @@ func (a *Array) loadV3(ctx context.Context, key string, alloc cache.Alloc, cpu c
 		alloc = func(n int) []byte { return make([]byte, n) }
 	}
 	leaf := a.v3.pipe
-	var raw []byte
-	var put func()
+	var data []byte
 	if leaf.shard == nil {
-		var err error
-		raw, put, err = a.readRaw(ctx, key, size)
-		if errors.Is(err, zmap.ErrNotFound) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("chunk %s: %w", key, err)
+		if leaf.chain.Len() == 0 {
+			// The stored bytes are the chunk: read them straight into
+			// place, one byte more to tell an oversized object.
+			buf := alloc(size + 1)
+			n, err := a.d.store.ReadAt(ctx, key, buf, 0)
+			switch {
+			case errors.Is(err, zmap.ErrNotFound):
+				return nil, nil
+			case err != nil && err != io.EOF:
+				return nil, fmt.Errorf("chunk %s: %w", key, err)
+			case n > size:
+				return nil, fmt.Errorf("chunk %s: %w: stored more than %d bytes", key, codec.ErrCorrupt, size)
+			case n < size:
+				return nil, fmt.Errorf("chunk %s: %w: stored %d bytes, want %d", key, codec.ErrCorrupt, n, size)
+			}
+			data = buf[:size]
+		} else {
+			raw, put, err := a.readRaw(ctx, key, size)
+			if errors.Is(err, zmap.ErrNotFound) {
+				return nil, nil
+			}
+			if err != nil {
+				return nil, fmt.Errorf("chunk %s: %w", key, err)
+			}
+			if data, err = a.decodeV3(leaf, raw, put, alloc, size, cpu); err != nil {
+				return nil, fmt.Errorf("chunk %s: %w", key, err)
+			}
 		}
 	} else {
 		shard, idx, err := parseInnerKey(key, len(a.Meta.Shape))
@@ -208,26 +229,30 @@ func (a *Array) loadV3(ctx context.Context, key string, alloc cache.Alloc, cpu c
 			return nil, nil
 		}
 		leaf = l
-		// A pooled buffer, as readRaw uses: fresh memory is slow to touch.
-		bp, _ := rawBuffers.Get().(*[]byte)
-		if bp == nil || int64(cap(*bp)) < r.n {
-			b := make([]byte, r.n)
-			bp = &b
+		if leaf.chain.Len() == 0 {
+			if r.n != int64(size) {
+				return nil, fmt.Errorf("chunk %s: %w: stored %d bytes, want %d", key, codec.ErrCorrupt, r.n, size)
+			}
+			data = alloc(size)[:size]
+			if err := a.readFull(ctx, r.key, data, r.off); err != nil {
+				return nil, fmt.Errorf("chunk %s: %d bytes at %d: %w", key, r.n, r.off, err)
+			}
+		} else {
+			// A pooled buffer, as readRaw uses: fresh memory is slow to touch.
+			bp, _ := rawBuffers.Get().(*[]byte)
+			if bp == nil || int64(cap(*bp)) < r.n {
+				b := make([]byte, r.n)
+				bp = &b
+			}
+			raw, put := (*bp)[:r.n], func() { rawBuffers.Put(bp) }
+			if err := a.readFull(ctx, r.key, raw, r.off); err != nil {
+				put()
+				return nil, fmt.Errorf("chunk %s: %d bytes at %d: %w", key, r.n, r.off, err)
+			}
+			if data, err = a.decodeV3(leaf, raw, put, alloc, size, cpu); err != nil {
+				return nil, fmt.Errorf("chunk %s: %w", key, err)
+			}
 		}
-		raw, put = (*bp)[:r.n], func() { rawBuffers.Put(bp) }
-		if err := a.readFull(ctx, r.key, raw, r.off); err != nil {
-			put()
-			return nil, fmt.Errorf("chunk %s: %d bytes at %d: %w", key, r.n, r.off, err)
-		}
-	}
-	if cpu != nil {
-		cpu <- struct{}{}
-		defer func() { <-cpu }()
-	}
-	data, err := leaf.chain.DecodeInto(alloc(size), raw, size)
-	put()
-	if err != nil {
-		return nil, fmt.Errorf("chunk %s: %w", key, err)
 	}
 	if leaf.bigEndian && a.swap > 1 {
 		swapBytes(data, a.swap)
@@ -236,6 +261,18 @@ func (a *Array) loadV3(ctx context.Context, key string, alloc cache.Alloc, cpu c
 		data = untranspose(data, a.Meta.Chunks, leaf.perms, a.ItemSize)
 	}
 	return data, nil
+}
+
+// decodeV3 decodes raw with leaf's bytes-to-bytes codecs into a buffer
+// from alloc, waiting for a slot in cpu (when not nil), and then calls put
+// to return raw's buffer.
+func (a *Array) decodeV3(leaf *v3Pipeline, raw []byte, put func(), alloc cache.Alloc, size int, cpu chan struct{}) ([]byte, error) {
+	defer put()
+	if cpu != nil {
+		cpu <- struct{}{}
+		defer func() { <-cpu }()
+	}
+	return leaf.chain.DecodeInto(alloc(size), raw, size)
 }
 
 // untranspose undoes a chunk's transpose codecs (perms in encoding order)
