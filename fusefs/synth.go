@@ -63,7 +63,10 @@ type synthNode interface {
 // some work to make, made once per array.
 type arrayFiles struct {
 	npy []byte // the .npy header; nil when the array has no numpy dtype
-	vrt []byte // nil when GDAL cannot describe the array
+	// vrt tells whether GDAL can describe the array. The VRT itself is
+	// made again when the file is used: with a band per leading index it
+	// can run to megabytes, not to be kept for every array listed.
+	vrt bool
 }
 
 func (t *tree) arrayFiles(a *nczarr.Array) *arrayFiles {
@@ -73,7 +76,7 @@ func (t *tree) arrayFiles(a *nczarr.Array) *arrayFiles {
 	f := &arrayFiles{}
 	if !a.Objects() {
 		f.npy, _ = describe.NPYHeader(a)
-		f.vrt, _ = describe.VRT(a, DataName)
+		_, f.vrt = describe.VRT(a, DataName)
 	}
 	got, _ := t.files.LoadOrStore(a.Path, f)
 	return got.(*arrayFiles)
@@ -90,9 +93,12 @@ func (d *dir) synthNames() []synthName {
 				return &npyFile{attrNode: t.attrNode(a.Path), t: t, array: a, header: f.npy}
 			}})
 		}
-		if f.vrt != nil {
+		if f.vrt {
 			names = append(names, synthName{VRTName, fuse.S_IFREG, ino('v', a.Path), func() synthNode {
-				return t.staticFile(ino('v', a.Path), a.Path, func(context.Context) ([]byte, error) { return f.vrt, nil })
+				return t.staticFile(ino('v', a.Path), a.Path, func(context.Context) ([]byte, error) {
+					vrt, _ := describe.VRT(a, DataName)
+					return vrt, nil
+				})
 			}})
 		}
 		names = append(names, synthName{InfoName, fuse.S_IFREG, ino('i', a.Path), func() synthNode {
