@@ -166,13 +166,13 @@ func someArray(t *testing.T, ds dataset) array {
 	return array{}
 }
 
-// TestSignalWithOpenFile: SIGTERM or SIGINT while a file in the mount is
-// open must still end the daemon with status 0 and leave nothing mounted;
-// the busy mount is detached lazily, so new opens fail at once.
+// TestSignalWithOpenFile: SIGTERM, SIGINT or SIGHUP while a file in the
+// mount is open must still end the daemon with status 0 and leave nothing
+// mounted; the busy mount is detached lazily, so new opens fail at once.
 func TestSignalWithOpenFile(t *testing.T) {
 	set, ds := findDataset(t, "nczarr-4.9.0-basic")
 	a := someArray(t, ds)
-	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
 		t.Run(sig.String(), func(t *testing.T) {
 			t.Parallel()
 			want, err := os.ReadFile(filepath.Join(set.Dir, a.Expected))

@@ -7,7 +7,7 @@
 //
 // The mount runs in the foreground (or, with --daemon, in the background
 // once it is up) until the mountpoint is unmounted or the process receives
-// SIGINT or SIGTERM. See README.md, docs/install.md and docs/tree.md.
+// SIGINT, SIGTERM or SIGHUP. See README.md, docs/install.md and docs/tree.md.
 package main
 
 import (

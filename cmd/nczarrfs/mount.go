@@ -35,10 +35,10 @@ func mountCommand() *cli.Command {
 		ArgsUsage: "SOURCE MOUNTPOINT",
 		Description: `Mounts SOURCE read-only at MOUNTPOINT and serves it until the mountpoint is
 unmounted ("nczarrfs unmount MOUNTPOINT", "fusermount3 -u MOUNTPOINT" or
-"umount MOUNTPOINT") or the process gets SIGINT or SIGTERM. A signal unmounts;
-when files are open it detaches the mount lazily, gives reads in flight 5s, and
-exits 0. A second signal exits at once. Flags may come before or after the
-arguments.
+"umount MOUNTPOINT") or the process gets SIGINT, SIGTERM or SIGHUP (its
+terminal closed). A signal unmounts; when files are open it detaches the mount
+lazily, gives the open files 5s, and exits 0. A second signal exits at once.
+Flags may come before or after the arguments.
 
 SOURCE is a directory tree or zip file (a plain path), or an NCZarr URL:
    file:///data/x.zip#mode=nczarr,zip   file:///data/x.file#mode=zarr,file
@@ -157,14 +157,14 @@ func runMount(c *cli.Context) error {
 		return err
 	}
 
-	// The first SIGINT or SIGTERM cancels what is under way and, once
+	// The first SIGINT, SIGTERM or SIGHUP cancels what is under way and, once
 	// mounted, stops the mount (see stop); a second one exits at once.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var mounted atomic.Bool
 	stopping := make(chan struct{})
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 	go func() {
 		sig := <-sigs
