@@ -313,29 +313,35 @@ func (a *Array) plan(off int64, n int) (keys []string, ops []copyOp) {
 // a time. The first error wins. The caller releases every chunks[i], also
 // on error.
 func (a *Array) fetch(ctx context.Context, keys []string, chunks []chunkRef) error {
-	if len(keys) == 1 {
-		var err error
-		chunks[0], err = a.chunk(ctx, keys[0])
+	return a.each(ctx, len(keys), func(ctx context.Context, i int) (err error) {
+		chunks[i], err = a.chunk(ctx, keys[i])
 		return err
+	})
+}
+
+// each runs fn for 0..n-1, at most d.par at a time, and cancels the rest
+// after an error. It returns the first error that is not a cancellation
+// the error caused.
+func (a *Array) each(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
+	if n == 1 {
+		return fn(ctx, 0)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sem := make(chan struct{}, a.d.par)
-	errs := make([]error, len(keys))
+	errs := make([]error, n)
 	var wg sync.WaitGroup
-	for i, key := range keys {
+	for i := range n {
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			chunks[i], errs[i] = a.chunk(ctx, key)
-			if errs[i] != nil {
+			if errs[i] = fn(ctx, i); errs[i] != nil {
 				cancel()
 			}
 		}()
 	}
 	wg.Wait()
-	// Report the root cause, not the cancellations it caused.
 	var first error
 	for _, err := range errs {
 		if err != nil && !errors.Is(err, context.Canceled) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 
 	"github.com/nczarrfs/nczarrfs/nczarr/codec"
 	"github.com/nczarrfs/nczarrfs/zmap"
@@ -61,56 +60,37 @@ func (a *Array) readRanged(ctx context.Context, p []byte, keys []string, ops []c
 			spans[i].ref.release()
 		}
 	}()
-
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	sem := make(chan struct{}, a.d.par)
-	errs := make([]error, len(keys))
-	var wg sync.WaitGroup
 	for i, key := range keys {
-		s := &spans[i]
 		if ref := a.d.cache.Peek(key); ref != nil {
+			s := &spans[i]
 			s.ref = chunkRef{data: ref.Value(), ref: ref}
-			s.data = s.ref.data
-			if s.data == nil {
+			if s.data = s.ref.data; s.data == nil {
 				s.data = a.filled()
 			}
-			continue
-		}
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			buf := make([]byte, s.hi-s.lo)
-			n, err := a.d.store.ReadAt(ctx, key, buf, int64(s.lo))
-			switch {
-			case errors.Is(err, zmap.ErrNotFound):
-				s.data = a.filled()
-			case err != nil && err != io.EOF:
-				errs[i] = fmt.Errorf("chunk %s: %w", key, err)
-			case n < len(buf):
-				errs[i] = fmt.Errorf("chunk %s: %w: stored object ends before byte %d of the chunk's %d",
-					key, codec.ErrCorrupt, s.hi, int(a.chunkElems)*a.ItemSize)
-			default:
-				s.data, s.base = buf, s.lo
-			}
-			if errs[i] != nil {
-				cancel()
-			}
-		}()
-	}
-	wg.Wait()
-	var first error
-	for _, err := range errs {
-		if err != nil && !errors.Is(err, context.Canceled) {
-			return err
-		}
-		if first == nil {
-			first = err
 		}
 	}
-	if first != nil {
-		return first
+	err := a.each(ctx, len(keys), func(ctx context.Context, i int) error {
+		s := &spans[i]
+		if s.data != nil {
+			return nil // cached
+		}
+		buf := make([]byte, s.hi-s.lo)
+		n, err := a.d.store.ReadAt(ctx, keys[i], buf, int64(s.lo))
+		switch {
+		case errors.Is(err, zmap.ErrNotFound):
+			s.data = a.filled()
+		case err != nil && err != io.EOF:
+			return fmt.Errorf("chunk %s: %w", keys[i], err)
+		case n < len(buf):
+			return fmt.Errorf("chunk %s: %w: stored object ends before byte %d of the chunk's %d",
+				keys[i], codec.ErrCorrupt, s.hi, int(a.chunkElems)*a.ItemSize)
+		default:
+			s.data, s.base = buf, s.lo
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	for _, op := range ops {
 		s := &spans[op.chunk]
