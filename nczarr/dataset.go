@@ -372,6 +372,11 @@ func (w *walker) consolidated(ctx context.Context) (bool, error) {
 	var arrays []string
 	for key := range doc.Metadata {
 		dir, name := splitKey(key)
+		if dir != "" && !zmap.ValidKey(dir) {
+			// "/x", "a//b", "a/../b": no node has that path.
+			w.d.log.Warn("ignoring a .zmetadata entry with a bad path", "key", key)
+			continue
+		}
 		switch name {
 		case ".zgroup":
 			if groups[dir] == nil {

@@ -53,9 +53,22 @@ func FuzzOpen(f *testing.F) {
 		if err != nil {
 			return
 		}
+		// The tree is a tree: every path is canonical, and every child
+		// sits one level below its group (else walking it could loop).
+		for _, path := range append(d.Groups(), d.Arrays()...) {
+			if path != "" && !zmap.ValidKey(path) {
+				t.Fatalf("a node has the path %q", path)
+			}
+		}
 		for _, path := range d.Groups() {
-			if d.Group(path) == nil {
+			g := d.Group(path)
+			if g == nil {
 				t.Fatalf("Groups lists %q, Group(%q) is nil", path, path)
+			}
+			for _, c := range append(slices.Clone(g.Groups), g.Arrays...) {
+				if parent, _ := splitKey(c); c == "" || parent != path {
+					t.Fatalf("group %q lists the child %q", path, c)
+				}
 			}
 			// Bad metadata may make these fail; they must not panic.
 			_, _ = d.Attrs(ctx, path)

@@ -178,6 +178,12 @@ func (w *walker) consolidatedV3(root object) bool {
 	groups := map[string]*Group{"": {Path: ""}}
 	docs := map[string]object{}
 	for p, v := range meta {
+		if !zmap.ValidKey(p) {
+			// "" would be the root again, and "a/../b" no node:
+			// either would make the tree loop or lie.
+			w.d.log.Warn("ignoring a consolidated_metadata entry with a bad path", "key", p)
+			continue
+		}
 		m, ok := v.(map[string]any)
 		if !ok {
 			w.d.log.Warn("ignoring unreadable consolidated_metadata", "key", p)
