@@ -328,7 +328,8 @@ func runLoad(t *testing.T, sd soakData, cfg loadConfig) {
 // checkFlat checks the samples of a long run: the goroutine count of the
 // last minute stays within the range seen around minute 1 (plus 10% for
 // the requests in flight at any moment), and the RSS of the last minute is
-// within 10% of the RSS around minute 1. A window of a minute is taken for
+// at most 10% above the RSS around minute 1 (a leak grows it; a fall, of
+// memory taken by the start-up burst, is logged). A window of a minute is taken for
 // each (30-90 s, and the last 60 s), and its mean RSS compared, because
 // the RSS of a garbage-collected process moves by several percent between
 // two collections.
@@ -360,8 +361,14 @@ func checkFlat(t *testing.T, samples []sample, profile []byte) {
 	if lastMin > firstMax+firstMax/10 {
 		t.Errorf("goroutines grew: at least %d through the last minute, at most %d around minute 1; profile:\n%s", lastMin, firstMax, clip(string(profile)))
 	}
-	if change > 10 || change < -10 {
-		t.Errorf("RSS in the last minute is %+.1f%% from minute 1's, more than 10%% apart", change)
+	switch {
+	case change > 10:
+		t.Errorf("RSS grew by %.1f%% from minute 1 to the last minute, more than 10%%", change)
+	case change < -10:
+		// Minute 1 holds the start-up burst (32 readers missing the
+		// cache at once); the runtime returns what it no longer needs
+		// to the OS over the following minutes. A fall is no leak.
+		t.Logf("RSS fell by %.1f%% from minute 1: memory of the start-up burst returned to the OS", -change)
 	}
 }
 
