@@ -30,11 +30,13 @@ func catCommand() *cli.Command {
 		Usage:     "write an array's decoded bytes (its data file) without mounting",
 		ArgsUsage: "SOURCE ARRAY",
 		Description: `Writes every element of ARRAY in C order, little-endian (what <array>/data
-holds in a mount) to stdout or to FILE, reading through the same decoder and
-chunk cache as a mount. An array of variable-length objects (dtype "|O",
-such as strings) is written as JSON instead (what <array>/data.json holds). --npy writes a NumPy .npy file instead (what
-<array>/data.npy holds). On a terminal, long arrays show a progress bar with
-the throughput on stderr; there is none when stderr is not a terminal.
+holds in a mount) to stdout or to FILE, reading through the same decoder,
+chunk cache and read-ahead as a mount. --npy writes a NumPy .npy file instead
+(what <array>/data.npy holds). An array of variable-length objects (dtype
+"|O", such as strings) is written as JSON (what <array>/data.json holds).
+
+When stderr is a terminal and the output is not, arrays of 64 MiB or more show
+a progress bar with the throughput on stderr; through pipes there is none.
 
 Examples:
    nczarrfs cat /data/run42.zip temperature -o temperature.bin

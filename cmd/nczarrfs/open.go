@@ -29,7 +29,7 @@ func sourceFlags() []cli.Flag {
 		&cli.StringFlag{Name: "region", Usage: "S3 region (default from the AWS configuration)"},
 		&cli.StringFlag{Name: "profile", Usage: "AWS shared-config profile"},
 		&cli.BoolFlag{Name: "no-sign-request", Usage: "read a public bucket without credentials"},
-		&cli.DurationFlag{Name: "s3-timeout", Usage: "bound on each S3 request, retries included (default 30s, or NCZARRFS_S3_TIMEOUT)"},
+		&cli.DurationFlag{Name: "s3-timeout", Usage: "bound on each S3 request, retries included", DefaultText: "30s, or NCZARRFS_S3_TIMEOUT"},
 	}, diskCacheFlags()...)
 }
 
