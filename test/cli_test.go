@@ -467,8 +467,13 @@ func TestDaemon(t *testing.T) {
 			t.Errorf("stderr %q, want %q", stderr, want)
 		}
 		checkDataset(t, mnt, set, ds)
-		if len(daemonPIDs(mnt)) != 1 {
-			t.Errorf("processes serving %s: %v, want one", mnt, daemonPIDs(mnt))
+		pids := daemonPIDs(mnt)
+		if len(pids) != 1 {
+			t.Fatalf("processes serving %s: %v, want one", mnt, pids)
+		}
+		// The daemon does not keep the folder it was started in busy.
+		if cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pids[0])); err != nil || cwd != "/" {
+			t.Errorf("the daemon's working folder is %q (%v), want /", cwd, err)
 		}
 		_, stderr, code = runBinary(t, nil, "unmount", mnt)
 		if code != 0 || stderr != "" {

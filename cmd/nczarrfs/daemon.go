@@ -13,8 +13,9 @@ import (
 
 // --daemon: the command starts itself again in the background, in a new
 // session, with readyEnv naming a pipe. The child mounts; once the mount
-// is up it points its stderr away from the parent's and writes one byte
-// to the pipe. The parent relays the child's stderr until then, and exits
+// is up it points its stderr away from the parent's, moves to / (so as not
+// to keep the folder it was started in busy) and writes one byte to the
+// pipe. The parent relays the child's stderr until then, and exits
 // 0 when the byte comes, or 1 when the pipe closes without it (the child
 // failed and has said why).
 
@@ -90,6 +91,9 @@ func readyNotifier() func(*logging) error {
 	return func(logs *logging) error {
 		defer pipe.Close()
 		if err := detachStdio(logs); err != nil {
+			return err
+		}
+		if err := os.Chdir("/"); err != nil {
 			return err
 		}
 		_, err := pipe.Write([]byte{1})

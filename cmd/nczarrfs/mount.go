@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"os/user"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -190,6 +191,12 @@ func runMount(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if opts.CacheDir != "" {
+		// A daemon leaves its working folder once up (readyNotifier).
+		if opts.CacheDir, err = filepath.Abs(opts.CacheDir); err != nil {
+			return fmt.Errorf("--cache-dir: %w", err)
+		}
+	}
 	store, err := source.Open(ctx, parsed, opts)
 	if err != nil {
 		return stoppedOr(ctx, log, err)
@@ -220,6 +227,9 @@ func runMount(c *cli.Context) error {
 		UID:        cfg.uid,
 		GID:        cfg.gid,
 		Umask:      cfg.umask,
+		// The daemon never opens its own files; with the hack, a
+		// SIGKILL while mounting could leave it stuck (fusefs.Options).
+		NoPollHack: true,
 	})
 	if err != nil {
 		return fmt.Errorf("mounting at %s: %w", mountpoint, err)
