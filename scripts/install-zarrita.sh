@@ -13,6 +13,11 @@ cache=${NCZARRFS_CACHE:-$HOME/.cache/nczarrfs}
 dir=$cache/node
 stamp=$(cat "$root/test/fixtures/package.json" "$root/test/fixtures/package-lock.json" | sha256sum | cut -c1-32)
 
+# Test packages run in parallel and may call this at once: one at a time.
+mkdir -p "$cache"
+exec 9>"$cache/node.lock"
+flock 9
+
 if [[ -f $dir/stamp && $(<"$dir/stamp") == "$stamp" && -d $dir/node_modules/zarrita ]]; then
 	echo "$dir/node_modules"
 	exit 0
