@@ -49,6 +49,14 @@ type Options struct {
 	UID, GID *uint32
 	// Umask clears permission bits from files (0444) and folders (0555).
 	Umask uint32
+	// NoPollHack mounts without go-fuse's poll hack, for a process that
+	// never opens files in its own mount (the daemon). The hack opens a
+	// file in the new mount before Mount returns; a SIGKILL while it is
+	// open leaves the process stuck in exit for ever, waiting for its own
+	// answer to the close. A process that does open its own files (the
+	// tests) needs the hack: its first poll of such a file would
+	// otherwise wait for a FUSE answer with no thread left to give it.
+	NoPollHack bool
 }
 
 // tree is what every node shares.
@@ -119,7 +127,19 @@ func Mount(mountpoint string, ds *nczarr.Dataset, store zmap.Store, opts Options
 			MaxWrite: 1 << 20,
 		},
 	}
-	return fs.Mount(mountpoint, NewRoot(ds, store, opts), fsOpts)
+	root := NewRoot(ds, store, opts)
+	if !opts.NoPollHack {
+		return fs.Mount(mountpoint, root, fsOpts)
+	}
+	// fs.Mount without WaitMount, which only runs the poll hack: the
+	// mount exists once NewServer returns, and requests wait in the
+	// kernel until Serve has answered INIT.
+	srv, err := fuse.NewServer(fs.NewNodeFS(root, fsOpts), mountpoint, &fsOpts.MountOptions)
+	if err != nil {
+		return nil, err
+	}
+	go srv.Serve()
+	return srv, nil
 }
 
 // ino gives every key a stable inode number, so tools that compare inode
