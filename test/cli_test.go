@@ -578,8 +578,9 @@ func TestCompletion(t *testing.T) {
 
 // TestInstallAndMountHelper installs with make install into a scratch
 // prefix, then mounts the way mount(8) does: through the installed
-// mount.fuse.nczarrfs link, with fstab-style options and no PATH, and
-// through "mount -t fuse.nczarrfs"; umount ends the daemon.
+// mount.fuse.nczarrfs link, with fstab-style options and no PATH; through
+// fuse3's mount.fuse3; with "mount -t fuse.nczarrfs"; and from an fstab
+// line. umount ends the daemon each time.
 func TestInstallAndMountHelper(t *testing.T) {
 	set, ds := findDataset(t, "zarr-dtypes")
 	root, err := moduleRoot()
@@ -661,20 +662,37 @@ func TestInstallAndMountHelper(t *testing.T) {
 		check(t, mnt)
 	})
 
-	t.Run("mount -t fuse.nczarrfs", func(t *testing.T) {
-		// mount(8) looks for its helper in /sbin only: link the build
-		// under test there for the duration of the test.
+	t.Run("mount(8)", func(t *testing.T) {
+		// mount(8) looks for its helper in /sbin: link the build under
+		// test there for the duration of the test.
 		link := "/sbin/mount.fuse.nczarrfs"
 		if err := os.Symlink(nczarrfsBinary(t), link); err != nil {
 			t.Fatalf("linking %s (an installed nczarrfs would be tested instead of this build; remove it with make uninstall): %v", link, err)
 		}
 		t.Cleanup(func() { os.Remove(link) })
-		mnt := newMountpoint(t)
-		cleanupDetached(t, mnt)
-		out, stderr, code := runCommand(t, nil, "mount", "-t", "fuse.nczarrfs", ds.TreePath(set), mnt, "-o", opts)
-		if code != 0 {
-			t.Fatalf("mount -t fuse.nczarrfs: exit %d: %s%s", code, out, stderr)
-		}
-		check(t, mnt)
+
+		t.Run("mount -t fuse.nczarrfs", func(t *testing.T) {
+			mnt := newMountpoint(t)
+			cleanupDetached(t, mnt)
+			out, stderr, code := runCommand(t, nil, "mount", "-t", "fuse.nczarrfs", ds.TreePath(set), mnt, "-o", opts)
+			if code != 0 {
+				t.Fatalf("mount -t fuse.nczarrfs: exit %d: %s%s", code, out, stderr)
+			}
+			check(t, mnt)
+		})
+
+		t.Run("fstab", func(t *testing.T) {
+			// An fstab line, mounted by its mountpoint (mount -T reads
+			// another file instead of /etc/fstab).
+			mnt := newMountpoint(t)
+			cleanupDetached(t, mnt)
+			fstab := filepath.Join(t.TempDir(), "fstab")
+			mustWrite(t, fstab, []byte(fmt.Sprintf("# a comment\n%s %s fuse.nczarrfs ro,%s 0 0\n", ds.TreePath(set), mnt, opts)))
+			out, stderr, code := runCommand(t, nil, "mount", "-T", fstab, mnt)
+			if code != 0 {
+				t.Fatalf("mount -T %s %s: exit %d: %s%s", fstab, mnt, code, out, stderr)
+			}
+			check(t, mnt)
+		})
 	})
 }
