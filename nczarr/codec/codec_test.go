@@ -38,7 +38,7 @@ func TestDescribe(t *testing.T) {
 
 func TestHDF5Table(t *testing.T) {
 	seen := map[int]bool{}
-	for _, f := range HDF5Filters() {
+	for _, f := range hdf5Filters {
 		if seen[f.ID] {
 			t.Errorf("duplicate HDF5 id %d", f.ID)
 		}

@@ -3,7 +3,6 @@ package codec
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strconv"
 )
 
@@ -62,15 +61,8 @@ var hdf5Filters = []HDF5Filter{
 	{32029, "terse-prolix", "", ""},
 }
 
-// HDF5Filters lists the known HDF5 filters, by id.
-func HDF5Filters() []HDF5Filter {
-	out := append([]HDF5Filter(nil), hdf5Filters...)
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
-}
-
-// HDF5FilterByID returns the registry entry of an HDF5 filter id.
-func HDF5FilterByID(id int) (HDF5Filter, bool) {
+// hdf5FilterByID returns the registry entry of an HDF5 filter id.
+func hdf5FilterByID(id int) (HDF5Filter, bool) {
 	for _, f := range hdf5Filters {
 		if f.ID == id {
 			return f, true
@@ -99,7 +91,7 @@ func Describe(id string) (name string, hdf5 int) {
 		if err != nil {
 			return id, 0
 		}
-		f, ok := HDF5FilterByID(n)
+		f, ok := hdf5FilterByID(n)
 		if !ok {
 			return id, n
 		}
@@ -121,7 +113,7 @@ func fromHDF5(id string, config json.RawMessage, o options) (json.RawMessage, er
 	if err != nil {
 		return nil, fmt.Errorf("%w %q", ErrUnknown, id)
 	}
-	f, ok := HDF5FilterByID(n)
+	f, ok := hdf5FilterByID(n)
 	if !ok {
 		return nil, fmt.Errorf("%w %q (unregistered HDF5 filter id)", ErrUnknown, id)
 	}
