@@ -102,7 +102,7 @@ func newArray(d *Dataset, path string, zarray []byte, zattrs, v1 object) *Array 
 		return a
 	}
 	a.size = n * int64(a.ItemSize)
-	if a.chunkElems*int64(a.ItemSize) > maxChunkBytes || a.chunkElems <= 0 {
+	if a.chunkElems <= 0 || a.chunkElems > maxChunkBytes/int64(a.ItemSize) {
 		a.Err = fmt.Errorf("%s: chunks %v hold more than %d bytes", key, meta.Chunks, maxChunkBytes)
 		return a
 	}

@@ -113,7 +113,7 @@ func (a *Array) initV3(doc object) error {
 		return fmt.Errorf("shape %v is too large", shape)
 	}
 	a.size = n * int64(a.ItemSize)
-	if a.chunkElems*int64(a.ItemSize) > maxChunkBytes || a.chunkElems <= 0 {
+	if a.chunkElems <= 0 || a.chunkElems > maxChunkBytes/int64(a.ItemSize) {
 		return fmt.Errorf("chunks %v hold more than %d bytes", chunks, maxChunkBytes)
 	}
 	return nil

@@ -96,6 +96,7 @@ func TestV3Metadata(t *testing.T) {
 		{"bool fill", `{"data_type": "bool", "fill_value": true}`, ""},
 		{"alias char", `{"data_type": "uint8", "attributes": {"_nczarr_array": {"type_alias": "char"}}}`, ""},
 		{"alias char on float", `{"data_type": "float32", "attributes": {"_nczarr_array": {"type_alias": "char"}}}`, "type_alias"},
+		{"chunk bytes overflow", `{"data_type": "r8388608", "fill_value": null, "shape": [4], "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4611686018427387904]}}}`, "more than"},
 		{"huge chunks", `{"chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [65536, 65536]}}}`, "more than"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -299,5 +300,15 @@ func TestGroupCycles(t *testing.T) {
 				t.Errorf("groups %q, want %s", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestChunkBytesOverflow: chunks whose byte size overflows int64 are
+// refused, in v2 as in v3, rather than wrapping to a small size.
+func TestChunkBytesOverflow(t *testing.T) {
+	zarray := `{"zarr_format": 2, "shape": [4], "chunks": [2305843009213693953], "dtype": "|V1024", "order": "C", "compressor": null, "fill_value": null, "filters": null}`
+	a := newArray(&Dataset{}, "v", []byte(zarray), nil, nil)
+	if a.Err == nil || !strings.Contains(a.Err.Error(), "more than") {
+		t.Errorf("error %v, want chunks that hold more than the limit", a.Err)
 	}
 }
