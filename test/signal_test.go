@@ -36,16 +36,6 @@ func TestSIGKILLRemount(t *testing.T) {
 	}
 	first := startDaemon(t, ds.TreePath(set))
 	mnt := first.mnt
-	// The mount shows in the mount table before the daemon is done
-	// mounting: wait for its "mounted" line (see the note in
-	// docs/reliability.md on a SIGKILL before it).
-	deadline := time.Now().Add(mountWait)
-	for !strings.Contains(first.output.String(), "nczarrfs: mounted") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no mounted line after %v:\n%s", mountWait, clip(first.output.String()))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 	f, err := os.Open(filepath.Join(mnt, "v", "data"))
 	if err != nil {
 		t.Fatal(err)
@@ -85,6 +75,31 @@ func TestSIGKILLRemount(t *testing.T) {
 	got, err := os.ReadFile(filepath.Join(second.mnt, "v", "data"))
 	if err != nil || !bytes.Equal(got, want) {
 		t.Errorf("v/data through the new mount: %d bytes, %v; want zarr-python's %d bytes%s", len(got), err, len(want), firstDiff(got, want, 8))
+	}
+}
+
+// TestSIGKILLWhileMounting kills daemons as soon as their mount appears in
+// the mount table, before they are done mounting: each must die (go-fuse's
+// poll hack, an open file of the daemon's own mount at that moment, used
+// to leave it stuck in exit for ever, 2 times in 6), and fusermount3 -u
+// must clear its dead mount.
+func TestSIGKILLWhileMounting(t *testing.T) {
+	set, ds := genArray(t, 1000, 100, "<f8", 3)
+	for i := range 8 {
+		d := startDaemon(t, ds.TreePath(set))
+		if err := d.cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		d.mounted = false // its exit status is the kill's
+		if !d.wait(mountWait) {
+			// Stuck in the kernel: abort the connection so that the
+			// test process can go on.
+			_ = exec.Command("umount", "-f", d.mnt).Run()
+			t.Fatalf("kill %d: the daemon did not die within %v of SIGKILL right after mounting", i, mountWait)
+		}
+		if msg, err := exec.Command("fusermount3", "-u", d.mnt).CombinedOutput(); err != nil {
+			t.Fatalf("kill %d: fusermount3 -u on the dead mount: %v: %s", i, err, msg)
+		}
 	}
 }
 
