@@ -562,6 +562,10 @@ func TestCompletion(t *testing.T) {
 		{[]string{"nczarrfs", "un"}, "unmount"},
 		{[]string{"nczarrfs", "mount", "--cache-s"}, "--cache-size"},
 		{[]string{"nczarrfs", "mount", "--allow-n"}, "--allow-non-empty"},
+		{[]string{"nczarrfs", "help", "unm"}, "unmount"},
+		// Arguments are files: no candidates, bash completes file names.
+		{[]string{"nczarrfs", "mount", "h"}, ""},
+		{[]string{"nczarrfs", "mount", "/data/x.zip", "/mn"}, ""},
 	}
 	for _, tt := range tests {
 		prog := script + fmt.Sprintf("\nCOMP_WORDS=(%s); COMP_CWORD=%d; _nczarrfs_complete; echo \"${COMPREPLY[*]}\"\n",

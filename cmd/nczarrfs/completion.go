@@ -35,12 +35,20 @@ Examples:
 // The scripts ask nczarrfs itself: the words typed so far followed by
 // --generate-bash-completion print the candidates (commands, or the
 // flags of a command when the word being completed starts with "-").
-// With no candidates the shell completes file names.
+// Other words after the command are file names, which the shell completes.
 var completionScripts = map[string]string{
 	"bash": `# bash completion for nczarrfs
 _nczarrfs_complete() {
 	local cur=${COMP_WORDS[COMP_CWORD]}
+	# Past the command, words that are not flags are files (SOURCE,
+	# MOUNTPOINT): no candidates, so that bash completes file names.
+	if ((COMP_CWORD > 1)) && [[ $cur != -* && ${COMP_WORDS[1]} != help ]]; then
+		COMPREPLY=()
+		return 0
+	fi
 	local -a words=("${COMP_WORDS[@]:0:COMP_CWORD}")
+	# "help COMMAND" completes the commands, as the first word does.
+	((COMP_CWORD > 1)) && [[ ${COMP_WORDS[1]} == help ]] && words=("${COMP_WORDS[0]}")
 	[[ $cur == -* ]] && words+=("$cur")
 	local candidates
 	candidates=$("${words[0]}" "${words[@]:1}" --generate-bash-completion 2>/dev/null) || return 0
@@ -52,7 +60,12 @@ complete -o bashdefault -o default -F _nczarrfs_complete nczarrfs
 # zsh completion for nczarrfs
 _nczarrfs() {
 	local -a args candidates
+	if (( CURRENT > 2 )) && [[ ${words[CURRENT]} != -* && ${words[2]} != help ]]; then
+		_files  # SOURCE, MOUNTPOINT
+		return
+	fi
 	args=("${(@)words[1,CURRENT-1]}")
+	(( CURRENT > 2 )) && [[ ${words[2]} == help ]] && args=("${words[1]}")
 	[[ ${words[CURRENT]} == -* ]] && args+=("${words[CURRENT]}")
 	candidates=("${(@f)$("${args[1]}" "${(@)args[2,-1]}" --generate-bash-completion 2>/dev/null)}")
 	candidates=("${(@)candidates:#}")
