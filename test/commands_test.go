@@ -59,7 +59,7 @@ type sourceForm struct {
 }
 
 // sourceForms are the forms of the dataset ds: its tree and its zip on
-// disk, a file:// URL with #mode=, and S3 (a s3:// URL with
+// disk, each also as a file:// URL with #mode=, and S3 (a s3:// URL with
 // --endpoint-url, and an http URL with #mode=...,s3) of its upload under
 // bucket/ds.Name on srv.
 func sourceForms(srv *miniotest.Server, set fixtureSet, ds dataset, bucket string) []sourceForm {
@@ -67,6 +67,7 @@ func sourceForms(srv *miniotest.Server, set fixtureSet, ds dataset, bucket strin
 	key := bucket + "/" + ds.Name
 	return []sourceForm{
 		{"tree", []string{ds.TreePath(set)}},
+		{"tree-url", []string{"file://" + ds.TreePath(set) + "#mode=" + format + ",file"}},
 		{"zip", []string{ds.ZipPath(set)}},
 		{"zip-url", []string{"file://" + ds.ZipPath(set) + "#mode=" + format + ",zip"}},
 		{"s3-scheme", []string{"s3://" + key, "--endpoint-url", srv.Endpoint}},
