@@ -12,15 +12,19 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // runBinary runs nczarrfs with args to completion (bounded by mountWait)
@@ -490,6 +494,56 @@ func TestDaemon(t *testing.T) {
 			if !strings.Contains(string(raw), want) {
 				t.Errorf("log file lacks %q:\n%s", want, raw)
 			}
+		}
+	})
+
+	t.Run("killed before it is up", func(t *testing.T) {
+		// An S3 server that accepts connections and never answers holds
+		// the daemon before its mount; killed there, it has said nothing.
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var conns []net.Conn
+		var mu sync.Mutex
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				conns = append(conns, c)
+				mu.Unlock()
+			}
+		}()
+		t.Cleanup(func() {
+			ln.Close()
+			mu.Lock()
+			defer mu.Unlock()
+			for _, c := range conns {
+				c.Close()
+			}
+		})
+		mnt := newMountpoint(t)
+		cleanupDetached(t, mnt)
+		src := fmt.Sprintf("http://%s/bucket/ds#mode=nczarr,s3", ln.Addr())
+		go func() {
+			// Kill the child, the process serving mnt that leads its own
+			// session (the parent runs in the test's). runBinary's bound
+			// ends the test if this never happens.
+			for deadline := time.Now().Add(mountWait); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				for _, pid := range daemonPIDs(mnt) {
+					if sid, _ := unix.Getsid(pid); sid == pid {
+						_ = syscall.Kill(pid, syscall.SIGKILL)
+						return
+					}
+				}
+			}
+		}()
+		_, stderr, code := runBinary(t, nil, "mount", "--daemon", "--no-sign-request", "--s3-timeout", "1m", src, mnt)
+		if code != 1 || !strings.HasPrefix(stderr, "nczarrfs: the daemon exited before the mount was up: signal: killed") {
+			t.Errorf("exit %d, stderr %q; want 1 and why", code, stderr)
 		}
 	})
 

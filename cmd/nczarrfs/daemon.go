@@ -55,8 +55,9 @@ func startDaemon(exe string, args []string) error {
 		return fmt.Errorf("starting the daemon: %w", err)
 	}
 	relayed := make(chan struct{})
+	var said int64 // bytes of the child's stderr relayed
 	go func() {
-		io.Copy(os.Stderr, errR)
+		said, _ = io.Copy(os.Stderr, errR)
 		errR.Close()
 		close(relayed)
 	}()
@@ -72,8 +73,12 @@ func startDaemon(exe string, args []string) error {
 	if n == 1 {
 		return cmd.Process.Release()
 	}
-	if err := cmd.Wait(); err == nil {
+	err = cmd.Wait()
+	switch {
+	case err == nil:
 		return nil // stopped by a signal before mounting: not a failure
+	case said == 0:
+		return fmt.Errorf("the daemon exited before the mount was up: %w", err)
 	}
 	return errExit // the child printed why
 }
