@@ -14,7 +14,10 @@ run_only=false
 packages=(fuse3 jq)
 if ! $run_only; then
   packages+=(netcdf-bin python3-zarr python3-numcodecs python3-xarray python3-netcdf4 python3-h5py hdf5-filter-plugin zip python3-crc32c python3-msgpack)
-  packages+=(nodejs npm) # zarrita, the Zarr v3 reference: scripts/install-zarrita.sh
+  # zarrita, the Zarr v3 reference (scripts/install-zarrita.sh), runs on
+  # Node.js. A machine may have it from elsewhere than Debian (NodeSource's
+  # nodejs bundles npm and conflicts with Debian's npm package).
+  command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
   packages+=(gdal-bin attr) # gdalinfo and gdal_translate open data.vrt; getfattr shows the xattrs
   packages+=(gcc gfortran) # docs/guide.md reads data from C and Fortran, and its test runs them
 fi
