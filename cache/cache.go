@@ -173,6 +173,12 @@ func (c *Cache) hit(el *list.Element) *Ref {
 }
 
 func (c *Cache) acquire(ctx context.Context, key string, fn func(context.Context, Alloc) ([]byte, error)) (*Ref, error) {
+	return c.acquireTry(ctx, key, fn, true)
+}
+
+// acquireTry is acquire; with retry, a caller whose joined load fails
+// tries once more.
+func (c *Cache) acquireTry(ctx context.Context, key string, fn func(context.Context, Alloc) ([]byte, error), retry bool) (*Ref, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -197,6 +203,12 @@ func (c *Cache) acquire(ctx context.Context, key string, fn func(context.Context
 	case <-l.done:
 		if l.err != nil {
 			ref.Release()
+			if retry && inFlight && ctx.Err() == nil {
+				// The load this caller joined was started earlier, by
+				// another caller or read-ahead, maybe while the store was
+				// failing: try once more, with a load of its own.
+				return c.acquireTry(ctx, key, fn, false)
+			}
 			return nil, l.err
 		}
 		return ref, nil

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func value(n int, b byte) []byte {
@@ -442,5 +443,51 @@ func TestPeekLoadsNothing(t *testing.T) {
 	peek.Release()
 	if s := c.Stats(); s.Hits != 1 || s.Misses != 1 {
 		t.Errorf("stats %+v, want one miss (the load) and one hit (the Peek)", s)
+	}
+}
+
+// TestJoinedLoadFailureRetries starts a load that fails (a read-ahead
+// load, say, while the store was failing) and has a reader join it: the
+// reader then tries once with its own load, which succeeds.
+func TestJoinedLoadFailureRetries(t *testing.T) {
+	c := New(1 << 20)
+	release := make(chan struct{})
+	var calls atomic.Int32
+	fn := func(ctx context.Context, alloc Alloc) ([]byte, error) {
+		if calls.Add(1) == 1 {
+			<-release
+			return nil, errors.New("store failing")
+		}
+		return []byte("ok"), nil
+	}
+	run, ok := c.Prefetch(context.Background(), "k", fn)
+	if !ok {
+		t.Fatal("Prefetch started nothing")
+	}
+	go run()
+	for calls.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	done := make(chan error, 1)
+	go func() {
+		ref, err := c.Acquire(context.Background(), "k", fn)
+		if err == nil {
+			if string(ref.Value()) != "ok" {
+				err = fmt.Errorf("value %q", ref.Value())
+			}
+			ref.Release()
+		}
+		done <- err
+	}()
+	// The reader joins the failing load (a miss), then it fails.
+	for c.Stats().Misses == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Errorf("the reader that joined a failed load: %v, want the value of its own load", err)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("%d loads, want 2", n)
 	}
 }
