@@ -255,18 +255,6 @@ func (s *Server) Stop() {
 	s.cmd, s.exited = nil, nil
 }
 
-// Kill kills the server at once (SIGKILL), as a crash would.
-func (s *Server) Kill() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return
-	}
-	s.cmd.Process.Kill()
-	<-s.exited
-	s.cmd, s.exited, s.paused = nil, nil, false
-}
-
 // Pause freezes the server with SIGSTOP: the kernel still accepts
 // connections on its port, but nothing answers them.
 func (s *Server) Pause(t testing.TB) {

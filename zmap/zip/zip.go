@@ -110,21 +110,11 @@ func Open(path string) (*Store, error) {
 	return s, nil
 }
 
-// New returns a Store over the zip archive of size bytes that r reads.
-// The caller keeps ownership of r: Close does not close it.
-//
-// Data that is not a zip archive gives an error wrapping ErrNotZip. An
-// archive whose central directory gives an entry impossible sizes gives a
-// "corrupt archive" error wrapping archive/zip's ErrFormat.
-func New(r io.ReaderAt, size int64) (*Store, error) {
-	s, err := newStore(r, size)
-	if err != nil {
-		return nil, fmt.Errorf("zip: %w", err)
-	}
-	return s, nil
-}
-
-// newStore is New with errors that do not name the package.
+// newStore returns a Store over the zip archive of size bytes that r
+// reads; Close does not close r. Data that is not a zip archive gives an
+// error wrapping ErrNotZip. An archive whose central directory gives an
+// entry impossible sizes gives a "corrupt archive" error wrapping
+// archive/zip's ErrFormat. Its errors do not name the package.
 func newStore(r io.ReaderAt, size int64) (*Store, error) {
 	zr, err := stdzip.NewReader(r, size)
 	// archive/zip returns a usable reader along with ErrInsecurePath when

@@ -171,7 +171,7 @@ func TestConformance(t *testing.T) {
 	t.Run("Deflate", func(t *testing.T) {
 		zmaptest.Run(t, func(t *testing.T, objects map[string][]byte) zmap.Store {
 			data := goZip(t, stdzip.Deflate, nil, sortedMembers(objects, ""))
-			s, err := New(bytes.NewReader(data), int64(len(data)))
+			s, err := newStore(bytes.NewReader(data), int64(len(data)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -336,7 +336,7 @@ func TestDuplicatesAndConflicts(t *testing.T) {
 		{"d", []byte("object d")},
 		{"d/e", []byte("e")},
 	})
-	s, err := New(bytes.NewReader(data), int64(len(data)))
+	s, err := newStore(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,8 +382,8 @@ func TestNotZip(t *testing.T) {
 			if !errors.Is(err, ErrNotZip) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "not a zip file") {
 				t.Errorf("Open = %v; want an error wrapping ErrNotZip naming %s", err, path)
 			}
-			if _, err := New(bytes.NewReader(tc.data), int64(len(tc.data))); !errors.Is(err, ErrNotZip) {
-				t.Errorf("New = %v; want an error wrapping ErrNotZip", err)
+			if _, err := newStore(bytes.NewReader(tc.data), int64(len(tc.data))); !errors.Is(err, ErrNotZip) {
+				t.Errorf("newStore = %v; want an error wrapping ErrNotZip", err)
 			}
 		})
 	}
@@ -415,7 +415,7 @@ func TestCorrupt(t *testing.T) {
 			t.Fatal(err)
 		}
 		data[off+int64(zr.File[1].CompressedSize64)/2] ^= 0x55
-		s, err := New(bytes.NewReader(data), int64(len(data)))
+		s, err := newStore(bytes.NewReader(data), int64(len(data)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -445,9 +445,9 @@ func TestCorruptSizes(t *testing.T) {
 	// 24 from its signature.
 	dir := bytes.Index(data, []byte("PK\x01\x02"))
 	copy(data[dir+24:], []byte{0xff, 0xff, 0xff, 0x7f})
-	_, err := New(bytes.NewReader(data), int64(len(data)))
+	_, err := newStore(bytes.NewReader(data), int64(len(data)))
 	if !errors.Is(err, stdzip.ErrFormat) || !strings.Contains(err.Error(), "corrupt") {
-		t.Errorf("New = %v; want a corrupt-archive error", err)
+		t.Errorf("newStore = %v; want a corrupt-archive error", err)
 	}
 }
 
@@ -519,7 +519,7 @@ func TestStoredRange(t *testing.T) {
 	}
 	data := goZip(t, stdzip.Store, nil, []member{{".zgroup", []byte("{}")}, {"v/0", content}})
 	cr := &countingReaderAt{r: bytes.NewReader(data)}
-	s, err := New(cr, int64(len(data)))
+	s, err := newStore(cr, int64(len(data)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -541,7 +541,7 @@ func TestStoredRange(t *testing.T) {
 	}
 }
 
-// TestClose checks that a Store from Open closes its file and one from New
+// TestClose checks that a Store from Open closes its file and one from newStore
 // leaves the caller's ReaderAt open.
 func TestClose(t *testing.T) {
 	path := writeFile(t, goZip(t, stdzip.Store, nil, []member{{".zgroup", []byte("{}")}}))
@@ -562,7 +562,7 @@ func TestClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err = New(f, fi.Size())
+	s, err = newStore(f, fi.Size())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -602,7 +602,7 @@ func TestWindow(t *testing.T) {
 	}
 }
 
-// FuzzOpen feeds arbitrary bytes to New and reads whatever store comes
+// FuzzOpen feeds arbitrary bytes to newStore and reads whatever store comes
 // out: nothing may panic or hang, and the methods must agree.
 func FuzzOpen(f *testing.F) {
 	small := []member{{".zgroup", []byte("{}")}, {"v/.zarray", []byte(`{"shape":[2]}`)}, {"v/0", bytes.Repeat([]byte{1, 2, 3}, 50)}, {"e", nil}}
@@ -612,7 +612,7 @@ func FuzzOpen(f *testing.F) {
 	f.Add(goZip(f, stdzip.Store, nil, nil))
 	f.Add([]byte("PK\x05\x06"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := New(bytes.NewReader(data), int64(len(data)))
+		s, err := newStore(bytes.NewReader(data), int64(len(data)))
 		if err != nil {
 			return
 		}
