@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/nczarrfs/nczarrfs/nczarr"
 	"github.com/nczarrfs/nczarrfs/nczarr/codec"
@@ -40,7 +41,7 @@ type Dimension struct {
 
 // Codec is one step of an array's codec chain, in encoding order.
 type Codec struct {
-	ID            string          `json:"id"`                // numcodecs id
+	ID            string          `json:"id"`                // numcodecs id; for Zarr v3, the codec's name
 	HDF5ID        int             `json:"hdf5_id,omitempty"` // HDF5 filter id
 	Configuration json.RawMessage `json:"configuration"`
 }
@@ -114,7 +115,19 @@ func ReadArrayInfo(ctx context.Context, ds *nczarr.Dataset, path string) (*Array
 			}
 		}
 	}
+	for _, c := range a.CodecsV3() {
+		// Zarr v3 names its codecs itself (the sharding_indexed entry
+		// holds the inner chain).
+		cfg := c.Configuration
+		if cfg == nil {
+			cfg = json.RawMessage("{}")
+		}
+		info.Codecs = append(info.Codecs, Codec{ID: c.Name, HDF5ID: codec.HDF5ID(strings.TrimPrefix(c.Name, "numcodecs.")), Configuration: cfg})
+	}
 	for _, cfg := range append(append([]json.RawMessage(nil), m.Filters...), m.Compressor) {
+		if a.CodecsV3() != nil {
+			break // already listed, as stored
+		}
 		if len(cfg) == 0 || string(cfg) == "null" {
 			continue
 		}

@@ -94,7 +94,7 @@ func (a *Array) initV3(doc object) error {
 	dt.BigEndian = leaf.bigEndian && dt.Size > 1 && dt.Kind != 'V' && dt.Kind != 'b'
 	dt.Str = numpyDType(dt)
 	a.Meta = Meta{Shape: shape, Chunks: chunks, DType: dt, Order: 'C', Separator: keys.sep, Fill: doc["fill_value"]}
-	a.v3 = &v3Array{keys: keys, pipe: pipe, gridShape: gridShape}
+	a.v3 = &v3Array{keys: keys, pipe: pipe, gridShape: gridShape, codecs: codecs}
 	a.ItemSize = dt.Size
 	a.swap = dt.swapUnit()
 	a.Chain = leaf.chain

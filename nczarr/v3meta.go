@@ -26,6 +26,27 @@ type v3Array struct {
 	keys      keyEncoding
 	pipe      *v3Pipeline
 	gridShape []int64 // the chunk_grid's chunk shape: the shard shape when sharded
+	codecs    []v3Codec
+}
+
+// CodecV3 is one entry of a Zarr v3 array's "codecs" list.
+type CodecV3 struct {
+	Name          string
+	Configuration json.RawMessage // nil when the entry has none
+}
+
+// CodecsV3 returns a Zarr v3 array's "codecs" list as stored, in encoding
+// order (a sharded array's inner codecs are in the sharding_indexed
+// entry's configuration); nil for a Zarr v2 array.
+func (a *Array) CodecsV3() []CodecV3 {
+	if a.v3 == nil {
+		return nil
+	}
+	out := make([]CodecV3, len(a.v3.codecs))
+	for i, c := range a.v3.codecs {
+		out[i] = CodecV3{Name: c.Name, Configuration: c.Config}
+	}
+	return out
 }
 
 // keyEncoding is a chunk_key_encoding: "default" (c/0/1 or c.0.1) or
