@@ -479,31 +479,12 @@ func (a *Array) filled() []byte {
 	return a.fillChunk
 }
 
-// fortranToC reorders a chunk stored in Fortran (column-major) order.
+// fortranToC reorders a chunk stored in Fortran (column-major) order: it
+// is the C-order array of the reversed shape, transposed back.
 func fortranToC(src []byte, shape []int64, is int) []byte {
-	dst := make([]byte, len(src))
-	rank := len(shape)
-	// Fortran strides, in elements.
-	fstride := make([]int64, rank)
-	s := int64(1)
-	for d := 0; d < rank; d++ {
-		fstride[d] = s
-		s *= shape[d]
+	perm := make([]int, len(shape))
+	for k := range perm {
+		perm[k] = len(shape) - 1 - k
 	}
-	idx := make([]int64, rank)
-	for c := int64(0); c < s; c++ {
-		f := int64(0)
-		for d := 0; d < rank; d++ {
-			f += idx[d] * fstride[d]
-		}
-		copy(dst[c*int64(is):(c+1)*int64(is)], src[f*int64(is):(f+1)*int64(is)])
-		for d := rank - 1; d >= 0; d-- {
-			idx[d]++
-			if idx[d] < shape[d] {
-				break
-			}
-			idx[d] = 0
-		}
-	}
-	return dst
+	return transposeBack(src, shape, perm, is)
 }
