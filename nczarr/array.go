@@ -380,13 +380,36 @@ func (a *Array) load(ctx context.Context, key string, alloc cache.Alloc, cpu cha
 		return a.loadV3(ctx, key, alloc, cpu)
 	}
 	size := int(a.chunkElems) * a.ItemSize
-	if alloc == nil {
-		alloc = func(n int) []byte { return make([]byte, n) }
+	data, err := a.loadStored(ctx, key, a.Chain, allocOrMake(alloc), size, cpu)
+	if data == nil || err != nil {
+		return nil, err
 	}
-	var data []byte
-	if a.Chain.Len() == 0 {
-		// The stored bytes are the data: read them straight into place.
-		// One byte more than the chunk tells an oversized object.
+	if a.swap > 1 {
+		swapBytes(data, a.swap)
+	}
+	if a.Meta.Order == 'F' && len(a.Meta.Chunks) > 1 {
+		data = fortranToC(data, a.Meta.Chunks, a.ItemSize)
+	}
+	return data, nil
+}
+
+// allocOrMake is alloc, or plain allocation when alloc is nil.
+func allocOrMake(alloc cache.Alloc) cache.Alloc {
+	if alloc == nil {
+		return func(n int) []byte { return make([]byte, n) }
+	}
+	return alloc
+}
+
+// loadStored reads the object key, a chunk stored whole, and decodes it
+// with chain into a buffer from alloc; (nil, nil) when it is not stored.
+// With no codec the stored bytes are the chunk: they are read straight
+// into place, one byte more than the chunk to tell an oversized object.
+// Otherwise the decoding waits for a slot in cpu (when not nil); the
+// reading does not: on S3 it is mostly waiting. Byte order and element
+// order are the caller's.
+func (a *Array) loadStored(ctx context.Context, key string, chain *codec.Chain, alloc cache.Alloc, size int, cpu chan struct{}) ([]byte, error) {
+	if chain.Len() == 0 {
 		buf := alloc(size + 1)
 		n, err := a.d.store.ReadAt(ctx, key, buf, 0)
 		switch {
@@ -403,32 +426,32 @@ func (a *Array) load(ctx context.Context, key string, alloc cache.Alloc, cpu cha
 			}
 			return nil, fmt.Errorf("chunk %s: %w: stored %d bytes, want %d", key, codec.ErrCorrupt, n, size)
 		}
-		data = buf[:size]
-	} else {
-		raw, put, err := a.readRaw(ctx, key, size)
-		if errors.Is(err, zmap.ErrNotFound) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("chunk %s: %w", key, err)
-		}
-		if cpu != nil {
-			cpu <- struct{}{}
-			defer func() { <-cpu }()
-		}
-		data, err = a.Chain.DecodeInto(alloc(size), raw, size)
-		put()
-		if err != nil {
-			return nil, fmt.Errorf("chunk %s: %w", key, err)
-		}
+		return buf[:size], nil
 	}
-	if a.swap > 1 {
-		swapBytes(data, a.swap)
+	raw, put, err := a.readRaw(ctx, key, size)
+	if errors.Is(err, zmap.ErrNotFound) {
+		return nil, nil
 	}
-	if a.Meta.Order == 'F' && len(a.Meta.Chunks) > 1 {
-		data = fortranToC(data, a.Meta.Chunks, a.ItemSize)
+	if err != nil {
+		return nil, fmt.Errorf("chunk %s: %w", key, err)
+	}
+	data, err := decodeRaw(chain, raw, put, alloc, size, cpu)
+	if err != nil {
+		return nil, fmt.Errorf("chunk %s: %w", key, err)
 	}
 	return data, nil
+}
+
+// decodeRaw decodes raw with chain into a buffer from alloc, waiting for
+// a slot in cpu (when not nil), and then calls put to return raw's
+// buffer.
+func decodeRaw(chain *codec.Chain, raw []byte, put func(), alloc cache.Alloc, size int, cpu chan struct{}) ([]byte, error) {
+	defer put()
+	if cpu != nil {
+		cpu <- struct{}{}
+		defer func() { <-cpu }()
+	}
+	return chain.DecodeInto(alloc(size), raw, size)
 }
 
 // rawBuffers recycles the buffers that stored (encoded) chunks are read
@@ -436,28 +459,34 @@ func (a *Array) load(ctx context.Context, key string, alloc cache.Alloc, cpu cha
 // is slow to touch. It holds *[]byte.
 var rawBuffers sync.Pool
 
+// pooledBuffer returns a buffer of n bytes from rawBuffers (a new one when
+// none there fits without wasting more than n) and the func that gives it
+// back.
+func pooledBuffer(n int) (buf []byte, put func()) {
+	bp, _ := rawBuffers.Get().(*[]byte)
+	if bp == nil || cap(*bp) < n || cap(*bp) > 2*n {
+		b := make([]byte, n)
+		bp = &b
+	}
+	return (*bp)[:n], func() { rawBuffers.Put(bp) }
+}
+
 // readRaw returns the stored bytes of a chunk whose decoded size is size,
 // read into a pooled buffer when they fit one; put returns the buffer to
 // the pool once the caller is done with raw.
 func (a *Array) readRaw(ctx context.Context, key string, size int) (raw []byte, put func(), err error) {
 	// Encoded chunks rarely exceed their decoded size by more than a
 	// frame's overhead; bigger ones take the store's Get.
-	want := size + size/8 + 4096
-	bp, _ := rawBuffers.Get().(*[]byte)
-	if bp == nil || cap(*bp) < want || cap(*bp) > 2*want {
-		b := make([]byte, want)
-		bp = &b
-	}
-	buf := (*bp)[:want]
+	buf, put := pooledBuffer(size + size/8 + 4096)
 	n, err := a.d.store.ReadAt(ctx, key, buf, 0)
 	switch {
 	case err == io.EOF:
-		return buf[:n], func() { rawBuffers.Put(bp) }, nil
+		return buf[:n], put, nil
 	case err != nil:
-		rawBuffers.Put(bp)
+		put()
 		return nil, nil, err
 	}
-	rawBuffers.Put(bp) // the object is larger than buf
+	put() // the object is larger than buf
 	raw, err = a.d.store.Get(ctx, key)
 	return raw, func() {}, err
 }

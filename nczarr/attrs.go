@@ -166,6 +166,13 @@ func (d *Dataset) Attrs(ctx context.Context, path string) ([]Attr, error) {
 	if err != nil {
 		return nil, err
 	}
+	return typedAttrs(ms, types, typeOfDType), nil
+}
+
+// typedAttrs turns stored attributes into Attrs, in stored order, leaving
+// out NCZarr's own: typed by types (attribute name -> stored dtype, mapped
+// to a netCDF type by typeOf) where it names them, else inferred.
+func typedAttrs(ms []member, types map[string]string, typeOf func(string) string) []Attr {
 	var out []Attr
 	for _, m := range ms {
 		if internalAttr(m.Name) {
@@ -174,14 +181,14 @@ func (d *Dataset) Attrs(ctx context.Context, path string) ([]Attr, error) {
 		a := Attr{Name: m.Name, Value: json.RawMessage(quoteNonFinite(m.Value))}
 		if dt, ok := types[m.Name]; ok {
 			a.DType = dt
-			a.Type = typeOfDType(dt)
+			a.Type = typeOf(dt)
 		}
 		if a.Type == "" {
 			a.Type = inferAttrType(m.Value)
 		}
 		out = append(out, a)
 	}
-	return out, nil
+	return out
 }
 
 // consolidatedObject returns one object of the root .zmetadata.

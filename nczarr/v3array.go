@@ -3,9 +3,7 @@ package nczarr
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"strings"
 
@@ -182,39 +180,13 @@ func (a *Array) v3ChunkKey(idx []int64) string {
 // not nil, the decoding waits for a slot in it, as in load.
 func (a *Array) loadV3(ctx context.Context, key string, alloc cache.Alloc, cpu chan struct{}) ([]byte, error) {
 	size := int(a.chunkElems) * a.ItemSize
-	if alloc == nil {
-		alloc = func(n int) []byte { return make([]byte, n) }
-	}
+	alloc = allocOrMake(alloc)
 	leaf := a.v3.pipe
 	var data []byte
 	if leaf.shard == nil {
-		if leaf.chain.Len() == 0 {
-			// The stored bytes are the chunk: read them straight into
-			// place, one byte more to tell an oversized object.
-			buf := alloc(size + 1)
-			n, err := a.d.store.ReadAt(ctx, key, buf, 0)
-			switch {
-			case errors.Is(err, zmap.ErrNotFound):
-				return nil, nil
-			case err != nil && err != io.EOF:
-				return nil, fmt.Errorf("chunk %s: %w", key, err)
-			case n > size:
-				return nil, fmt.Errorf("chunk %s: %w: stored more than %d bytes", key, codec.ErrCorrupt, size)
-			case n < size:
-				return nil, fmt.Errorf("chunk %s: %w: stored %d bytes, want %d", key, codec.ErrCorrupt, n, size)
-			}
-			data = buf[:size]
-		} else {
-			raw, put, err := a.readRaw(ctx, key, size)
-			if errors.Is(err, zmap.ErrNotFound) {
-				return nil, nil
-			}
-			if err != nil {
-				return nil, fmt.Errorf("chunk %s: %w", key, err)
-			}
-			if data, err = a.decodeV3(leaf, raw, put, alloc, size, cpu); err != nil {
-				return nil, fmt.Errorf("chunk %s: %w", key, err)
-			}
+		var err error
+		if data, err = a.loadStored(ctx, key, leaf.chain, alloc, size, cpu); data == nil || err != nil {
+			return nil, err
 		}
 	} else {
 		shard, idx, err := parseInnerKey(key, len(a.Meta.Shape))
@@ -238,18 +210,12 @@ func (a *Array) loadV3(ctx context.Context, key string, alloc cache.Alloc, cpu c
 				return nil, fmt.Errorf("chunk %s: %d bytes at %d: %w", key, r.n, r.off, err)
 			}
 		} else {
-			// A pooled buffer, as readRaw uses: fresh memory is slow to touch.
-			bp, _ := rawBuffers.Get().(*[]byte)
-			if bp == nil || int64(cap(*bp)) < r.n {
-				b := make([]byte, r.n)
-				bp = &b
-			}
-			raw, put := (*bp)[:r.n], func() { rawBuffers.Put(bp) }
+			raw, put := pooledBuffer(int(r.n))
 			if err := a.readFull(ctx, r.key, raw, r.off); err != nil {
 				put()
 				return nil, fmt.Errorf("chunk %s: %d bytes at %d: %w", key, r.n, r.off, err)
 			}
-			if data, err = a.decodeV3(leaf, raw, put, alloc, size, cpu); err != nil {
+			if data, err = decodeRaw(leaf.chain, raw, put, alloc, size, cpu); err != nil {
 				return nil, fmt.Errorf("chunk %s: %w", key, err)
 			}
 		}
@@ -261,18 +227,6 @@ func (a *Array) loadV3(ctx context.Context, key string, alloc cache.Alloc, cpu c
 		data = untranspose(data, a.Meta.Chunks, leaf.perms, a.ItemSize)
 	}
 	return data, nil
-}
-
-// decodeV3 decodes raw with leaf's bytes-to-bytes codecs into a buffer
-// from alloc, waiting for a slot in cpu (when not nil), and then calls put
-// to return raw's buffer.
-func (a *Array) decodeV3(leaf *v3Pipeline, raw []byte, put func(), alloc cache.Alloc, size int, cpu chan struct{}) ([]byte, error) {
-	defer put()
-	if cpu != nil {
-		cpu <- struct{}{}
-		defer func() { <-cpu }()
-	}
-	return leaf.chain.DecodeInto(alloc(size), raw, size)
 }
 
 // untranspose undoes a chunk's transpose codecs (perms in encoding order)

@@ -75,23 +75,7 @@ func (d *Dataset) attrsV3(ctx context.Context, path string) ([]Attr, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s attributes: %w", zmap.Join(path, "zarr.json"), err)
 	}
-	types := v3AttrTypes(ms)
-	var out []Attr
-	for _, m := range ms {
-		if internalAttr(m.Name) {
-			continue
-		}
-		a := Attr{Name: m.Name, Value: json.RawMessage(quoteNonFinite(m.Value))}
-		if dt, ok := types[m.Name]; ok {
-			a.DType = dt
-			a.Type = v3NCType(dt)
-		}
-		if a.Type == "" {
-			a.Type = inferAttrType(m.Value)
-		}
-		out = append(out, a)
-	}
-	return out, nil
+	return typedAttrs(ms, v3AttrTypes(ms), v3NCType), nil
 }
 
 // v3AttrTypes reads _nczarr_attrs: {"attribute_types": [{"name": n,
