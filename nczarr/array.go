@@ -460,11 +460,14 @@ func decodeRaw(chain *codec.Chain, raw []byte, put func(), alloc cache.Alloc, si
 var rawBuffers sync.Pool
 
 // pooledBuffer returns a buffer of n bytes from rawBuffers (a new one when
-// none there fits without wasting more than n) and the func that gives it
-// back.
+// the one there does not fit without wasting more than n: that one goes
+// back, for a read of its size) and the func that gives it back.
 func pooledBuffer(n int) (buf []byte, put func()) {
 	bp, _ := rawBuffers.Get().(*[]byte)
 	if bp == nil || cap(*bp) < n || cap(*bp) > 2*n {
+		if bp != nil {
+			rawBuffers.Put(bp)
+		}
 		b := make([]byte, n)
 		bp = &b
 	}

@@ -170,18 +170,11 @@ func Open(ctx context.Context, store zmap.Store, opts Options) (*Dataset, error)
 	return d, nil
 }
 
-// parallelism is the concurrency a store asks for, through any wrappers
-// (Unwrap methods), or 8.
+// parallelism is the concurrency a store asks for, through any wrappers,
+// or 8.
 func parallelism(s zmap.Store) int {
-	for s != nil {
-		if p, ok := s.(interface{ Parallelism() int }); ok && p.Parallelism() > 0 {
-			return p.Parallelism()
-		}
-		u, ok := s.(interface{ Unwrap() zmap.Store })
-		if !ok {
-			break
-		}
-		s = u.Unwrap()
+	if p, ok := zmap.As[interface{ Parallelism() int }](s); ok && p.Parallelism() > 0 {
+		return p.Parallelism()
 	}
 	return 8
 }

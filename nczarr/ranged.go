@@ -20,17 +20,8 @@ func (a *Array) rangedReads() bool {
 	if a.v3 != nil || a.Chain.Len() != 0 || a.swap > 1 || (a.Meta.Order == 'F' && len(a.Meta.Chunks) > 1) {
 		return false
 	}
-	for s := a.d.store; s != nil; {
-		if r, ok := s.(interface{ Remote() bool }); ok {
-			return r.Remote()
-		}
-		u, ok := s.(interface{ Unwrap() zmap.Store })
-		if !ok {
-			return false
-		}
-		s = u.Unwrap()
-	}
-	return false
+	r, ok := zmap.As[interface{ Remote() bool }](a.d.store)
+	return ok && r.Remote()
 }
 
 // readRanged is the copy step of read for rangedReads arrays: chunks in
@@ -43,6 +34,7 @@ func (a *Array) readRanged(ctx context.Context, p []byte, keys []string, ops []c
 		data   []byte // bytes lo..hi, or the whole chunk (base 0)
 		base   int
 		ref    chunkRef
+		put    func() // gives a fetched span's buffer back
 	}
 	spans := make([]span, len(keys))
 	for i := range spans {
@@ -58,6 +50,9 @@ func (a *Array) readRanged(ctx context.Context, p []byte, keys []string, ops []c
 	defer func() {
 		for i := range spans {
 			spans[i].ref.release()
+			if spans[i].put != nil {
+				spans[i].put()
+			}
 		}
 	}()
 	for i, key := range keys {
@@ -74,7 +69,8 @@ func (a *Array) readRanged(ctx context.Context, p []byte, keys []string, ops []c
 		if s.data != nil {
 			return nil // cached
 		}
-		buf := make([]byte, s.hi-s.lo)
+		buf, put := pooledBuffer(s.hi - s.lo)
+		s.put = put
 		n, err := a.d.store.ReadAt(ctx, keys[i], buf, int64(s.lo))
 		switch {
 		case errors.Is(err, zmap.ErrNotFound):

@@ -105,3 +105,21 @@ func ValidKey(key string) bool {
 	}
 	return true
 }
+
+// As finds, in s or in the stores it wraps (through their Unwrap
+// methods), the first that implements T, as errors.As does for errors:
+// how a reader asks a store for what it offers beyond Store.
+func As[T any](s Store) (T, bool) {
+	for s != nil {
+		if t, ok := s.(T); ok {
+			return t, true
+		}
+		u, ok := s.(interface{ Unwrap() Store })
+		if !ok {
+			break
+		}
+		s = u.Unwrap()
+	}
+	var zero T
+	return zero, false
+}

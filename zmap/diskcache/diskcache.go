@@ -363,13 +363,7 @@ func (s *Store) Size(ctx context.Context, key string) (int64, error) {
 }
 
 func (s *Store) Stat(ctx context.Context, key string) (zmap.Entry, error) {
-	st, ok := s.inner.(interface {
-		Stat(context.Context, string) (zmap.Entry, error)
-	})
-	if !ok {
-		return zmap.Entry{}, fmt.Errorf("diskcache: stat %q: %w", key, errors.ErrUnsupported)
-	}
-	return st.Stat(ctx, key)
+	return s.inner.Stat(ctx, key)
 }
 
 func (s *Store) Search(ctx context.Context, prefix string) ([]zmap.Entry, error) {
