@@ -48,7 +48,8 @@ type Dataset struct {
 
 	store  zmap.Store
 	cache  *cache.Cache
-	ahead  *queue // read-ahead loads, in the order readers need them
+	ahead  *queue     // read-ahead loads, in the order readers need them
+	hint   willNeeder // nil when the store reads nothing ahead on a hint
 	log    *slog.Logger
 	par    int
 	groups map[string]*Group
@@ -104,6 +105,7 @@ func Open(ctx context.Context, store zmap.Store, opts Options) (*Dataset, error)
 		d.cache = cache.New(0)
 	}
 	d.ahead = newQueue(d.par)
+	d.hint, _ = zmap.As[willNeeder](store)
 	w := &walker{d: d, sem: make(chan struct{}, d.par)}
 
 	if ok, err := w.openV3(ctx); ok || err != nil {

@@ -309,3 +309,69 @@ func TestReadersFollowedSeparately(t *testing.T) {
 		})
 	}
 }
+
+// hints is a file store that records the keys it is told a read will
+// want soon.
+type hints struct {
+	*file.Store
+	mu   sync.Mutex
+	keys []string
+}
+
+func (h *hints) WillNeed(ctx context.Context, key string) {
+	h.mu.Lock()
+	h.keys = append(h.keys, key)
+	h.mu.Unlock()
+	h.Store.WillNeed(ctx, key)
+}
+
+// TestSequentialReadHintsFurther reads chunk row 0 sequentially: the
+// store is told about each chunk once, in order, before read-ahead loads
+// it, and at the end as far past the loads (row 1) as they are past the
+// reader: row 2, not row 3. Plain ReadAt calls and a reader's first read
+// hint nothing.
+func TestSequentialReadHintsFurther(t *testing.T) {
+	dir := readArrays(t)
+	ctx := context.Background()
+	const chunkBytes, rowBytes = 64 * 50 * 8, 64 * 260 * 8
+	for _, tc := range []struct {
+		name   string
+		reader bool
+		reads  int64 // bytes read from the start
+		want   []string
+	}{
+		{"Reader, row 0", true, rowBytes, []string{"1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "2.0", "2.1", "2.2", "2.3", "2.4", "2.5"}},
+		{"Reader, first read only", true, 4096, nil},
+		{"ReadAt, row 0", false, rowBytes, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs, err := file.Open(filepath.Join(dir, "zstd"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			store := &hints{Store: fs}
+			c := cache.New(48 * chunkBytes) // read-ahead may hold 12 chunks
+			ds, err := nczarr.Open(ctx, store, nczarr.Options{Cache: c})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := ds.Array("")
+			read := a.ReadAt
+			if tc.reader {
+				read = a.NewReader().ReadAt
+			}
+			buf := make([]byte, 4096)
+			for off := int64(0); off < tc.reads; off += int64(len(buf)) {
+				if _, err := read(ctx, buf[:min(int64(len(buf)), tc.reads-off)], off); err != nil {
+					t.Fatal(err)
+				}
+			}
+			store.mu.Lock()
+			got := store.keys
+			store.mu.Unlock()
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("hinted %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -23,6 +23,13 @@ const (
 	demoteLag = 2 << 20
 )
 
+// willNeeder is a store that can start reading an object in the
+// background, ahead of the read that will want it (a local store asks the
+// kernel to read the file into its page cache).
+type willNeeder interface {
+	WillNeed(ctx context.Context, key string)
+}
+
 // Reader reads an array's decoded bytes for one consumer, typically an
 // open file. A Reader that sees sequential reads loads the chunks ahead of
 // them in the background, in the order it will need them, and tells the
@@ -34,7 +41,12 @@ const (
 // decoders gets every core. It never reaches further ahead than the
 // reader has read since its last jump, so that a read of one slice at
 // some offset (dd skip=N count=1) decodes about the chunks of that slice,
-// not the next window's too. The state belongs to the Reader, so two
+// not the next window's too. On a store that takes hints (local files and
+// zips), the stored bytes of the chunks as far again past the loads are
+// read into the page cache in the background, so that the loads, which
+// decode at most one per core, find them there instead of waiting for the
+// disk while a core idles. The
+// state belongs to the Reader, so two
 // readers of one array do not disturb each other. A Reader is safe for
 // concurrent use (the kernel sends a file's reads concurrently).
 type Reader struct {
@@ -47,6 +59,7 @@ type Reader struct {
 	window   int64 // GUARDED_BY(mu): bytes to keep loading past next
 	launched int64 // GUARDED_BY(mu): chunks with a lower ordinal were read or prefetched
 	demoted  int64 // GUARDED_BY(mu): chunks with a lower ordinal were demoted
+	hinted   int64 // GUARDED_BY(mu): chunks with a lower ordinal were hinted to the store
 }
 
 // NewReader returns a Reader of a's decoded bytes.
@@ -91,6 +104,7 @@ func (r *Reader) ahead(off, end int64) (sequential bool) {
 		// A first read, or a jump: start following from here.
 		r.next, r.window, r.runStart = end, minWindow, off
 		r.launched = g.ordinalAt(end-1, a) + 1
+		r.hinted = r.launched
 		r.demoted = g.ordinalAt(off, a)
 		r.mu.Unlock()
 		return false
@@ -102,11 +116,20 @@ func (r *Reader) ahead(off, end int64) (sequential bool) {
 		r.demoted++
 	}
 	current := g.ordinalAt(end-1, a)
-	horizon := end + min(r.window, end-r.runStart)
+	reach := min(r.window, end-r.runStart)
+	horizon := end + reach
 	var launch []int64
 	for r.launched < g.n && r.launched-current <= limit && g.start(r.launched, a) < horizon {
 		launch = append(launch, r.launched)
 		r.launched++
+	}
+	var hint []int64
+	if a.d.hint != nil {
+		r.hinted = max(r.hinted, r.launched)
+		for r.hinted < g.n && r.hinted-current <= 2*limit && g.start(r.hinted, a) < horizon+reach {
+			hint = append(hint, r.hinted)
+			r.hinted++
+		}
 	}
 	r.mu.Unlock()
 
@@ -121,6 +144,9 @@ func (r *Reader) ahead(off, end int64) (sequential bool) {
 		if ok {
 			a.d.ahead.push(run)
 		}
+	}
+	for _, o := range hint {
+		a.d.hint.WillNeed(context.Background(), a.ChunkKey(g.index(o)))
 	}
 	return true
 }

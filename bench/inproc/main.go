@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -48,6 +49,7 @@ func main() {
 	req := flag.Int("req", 1<<20, "request size of read, in bytes")
 	cacheSize := flag.Int64("cache-size", 256<<20, "decoded-chunk cache budget, in bytes (the mount's default)")
 	workers := flag.Int("workers", 2, "decoding goroutines of decode")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: inproc [flags] read|slice|decode SOURCE ARRAY [T]")
 		flag.PrintDefaults()
@@ -56,6 +58,17 @@ func main() {
 	if flag.NArg() < 3 {
 		flag.Usage()
 		os.Exit(2)
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "inproc:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	if err := run(context.Background(), flag.Args(), *req, *cacheSize, *workers); err != nil {
 		fmt.Fprintln(os.Stderr, "inproc:", err)

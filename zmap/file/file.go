@@ -22,6 +22,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/nczarrfs/nczarrfs/internal/fadvise"
 	"github.com/nczarrfs/nczarrfs/zmap"
 )
 
@@ -111,6 +112,18 @@ func (s *Store) ReadAt(ctx context.Context, key string, p []byte, off int64) (in
 		return n, s.mapErr("readat", key, err)
 	}
 	return n, err
+}
+
+// WillNeed asks the kernel to start reading the file named by key into
+// its page cache, for a read that will follow soon; see package fadvise.
+// It is a hint: a key that names no file is ignored.
+func (s *Store) WillNeed(ctx context.Context, key string) {
+	f, _, err := s.open(ctx, "willneed", key)
+	if err != nil {
+		return
+	}
+	fadvise.WillNeed(f, 0, 0)
+	f.Close()
 }
 
 // Size returns the size of the file named by key.

@@ -23,6 +23,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/nczarrfs/nczarrfs/internal/fadvise"
 	"github.com/nczarrfs/nczarrfs/zmap"
 )
 
@@ -324,6 +325,26 @@ func (s *Store) ReadAt(ctx context.Context, key string, p []byte, off int64) (in
 		return n, io.EOF
 	}
 	return n, nil
+}
+
+// WillNeed asks the kernel to start reading the stored bytes of the entry
+// key into its page cache, for a read that will follow soon; see package
+// fadvise. It is a hint: it does nothing for an archive that is not an
+// open file or a key that names no entry.
+func (s *Store) WillNeed(ctx context.Context, key string) {
+	f, ok := s.r.(*os.File)
+	if !ok {
+		return
+	}
+	o, err := s.lookup(ctx, "willneed", key)
+	if err != nil {
+		return
+	}
+	base, err := s.dataOffset(o)
+	if err != nil {
+		return
+	}
+	fadvise.WillNeed(f, base, int64(o.f.CompressedSize64))
 }
 
 // Size returns the uncompressed size of the entry key.

@@ -105,6 +105,8 @@ func Objects() map[string][]byte {
 //     so "a" (a prefix) sorts before "a-b" and "a.b".
 //   - Every object has a modification time, and Stat returns exactly the
 //     Entry that Search lists for it; Dir entries have none.
+//   - A store with a WillNeed method (a hint that a key will be read soon)
+//     takes it for any key and context, and reads the same afterwards.
 func Run(t *testing.T, open OpenFunc) {
 	t.Helper()
 	objects := Objects()
@@ -122,10 +124,33 @@ func Run(t *testing.T, open OpenFunc) {
 	t.Run("InvalidKeys", func(t *testing.T) { testInvalidKeys(t, store) })
 	t.Run("Canceled", func(t *testing.T) { testCanceled(t, store) })
 	t.Run("Concurrent", func(t *testing.T) { testConcurrent(t, store, objects) })
+	if wn, ok := store.(willNeeder); ok {
+		t.Run("WillNeed", func(t *testing.T) { testWillNeed(t, store, wn, objects) })
+	}
 	t.Run("EmptyStore", func(t *testing.T) {
 		empty := openStore(t, open, map[string][]byte{})
 		testEmptyStore(t, empty)
 	})
+}
+
+// willNeeder is a store that takes hints of reads to come (file, zip).
+type willNeeder interface {
+	WillNeed(ctx context.Context, key string)
+}
+
+// testWillNeed gives hints for every object, for keys that name nothing
+// or are not valid, and under a done context: none may fail or change
+// what a read then returns.
+func testWillNeed(t *testing.T, s zmap.Store, wn willNeeder, objects map[string][]byte) {
+	ctx := context.Background()
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	for _, key := range append(append(sortedKeys(objects), invalidKeys...), "no/such/key") {
+		wn.WillNeed(ctx, key)
+		wn.WillNeed(done, key)
+	}
+	testGet(t, s, objects)
+	testReadAt(t, s, objects)
 }
 
 // openStore builds a store and closes it when t ends, failing t if Close
