@@ -309,12 +309,27 @@ func (a *Array) plan(off int64, n int) (keys []string, ops []copyOp) {
 	return keys, ops
 }
 
-// fetch fills chunks[i] with the decoded chunk keys[i], at most d.par at
-// a time. The first error wins. The caller releases every chunks[i], also
+// fetch fills chunks[i] with the decoded chunk keys[i]. Chunks already
+// cached are taken at once, in this goroutine; the others are waited for
+// (joined when read-ahead loads them, else loaded), at most d.par at a
+// time. The first error wins. The caller releases every chunks[i], also
 // on error.
+//
+// Taking cached chunks without a goroutine matters to a sequential reader,
+// whose chunks read-ahead has almost always decoded: a goroutine started
+// for each would wait for a processor behind the decodes, which keep every
+// one busy, and hold up the reply by a whole decode.
 func (a *Array) fetch(ctx context.Context, keys []string, chunks []chunkRef) error {
-	return a.each(ctx, len(keys), func(ctx context.Context, i int) (err error) {
-		chunks[i], err = a.chunk(ctx, keys[i])
+	var missed []int
+	for i, key := range keys {
+		if ref := a.d.cache.Peek(key); ref != nil {
+			chunks[i] = a.chunkOf(ref)
+		} else {
+			missed = append(missed, i)
+		}
+	}
+	return a.each(ctx, len(missed), func(ctx context.Context, i int) (err error) {
+		chunks[missed[i]], err = a.chunk(ctx, keys[missed[i]])
 		return err
 	})
 }
@@ -323,7 +338,10 @@ func (a *Array) fetch(ctx context.Context, keys []string, chunks []chunkRef) err
 // after an error. It returns the first error that is not a cancellation
 // the error caused.
 func (a *Array) each(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
-	if n == 1 {
+	switch n {
+	case 0:
+		return nil
+	case 1:
 		return fn(ctx, 0)
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -364,11 +382,17 @@ func (a *Array) chunk(ctx context.Context, key string) (chunkRef, error) {
 	if err != nil {
 		return chunkRef{}, err
 	}
+	return a.chunkOf(ref), nil
+}
+
+// chunkOf is the chunk a cache reference holds: the fill chunk when the
+// chunk is not stored.
+func (a *Array) chunkOf(ref *cache.Ref) chunkRef {
 	c := chunkRef{data: ref.Value(), ref: ref}
 	if c.data == nil {
 		c.data = a.filled()
 	}
-	return c, nil
+	return c
 }
 
 // load reads and decodes one chunk; (nil, nil) when it is not stored.

@@ -38,6 +38,11 @@ type Options struct {
 	// the metadata walk. 0 means what the store asks for (a Parallelism
 	// method, on it or on a store it wraps), else 8.
 	Parallel int
+	// Decoders bounds the read-ahead loads that decode at once. 0 means
+	// GOMAXPROCS. A server that must answer requests while read-ahead
+	// decodes (the FUSE daemon) runs with more processors than decoders,
+	// so that a request never waits for a decode to end.
+	Decoders int
 }
 
 // Dataset is an opened dataset.
@@ -104,7 +109,7 @@ func Open(ctx context.Context, store zmap.Store, opts Options) (*Dataset, error)
 	if d.cache == nil {
 		d.cache = cache.New(0)
 	}
-	d.ahead = newQueue(d.par)
+	d.ahead = newQueue(d.par, opts.Decoders)
 	d.hint, _ = zmap.As[willNeeder](store)
 	w := &walker{d: d, sem: make(chan struct{}, d.par)}
 

@@ -229,9 +229,12 @@ type queue struct {
 }
 
 // newQueue returns a queue with up to workers goroutines; the loads among
-// them that decode run at most GOMAXPROCS at a time.
-func newQueue(workers int) *queue {
-	return &queue{workers: workers, cpu: make(chan struct{}, runtime.GOMAXPROCS(0))}
+// them that decode run at most decoders at a time (0: GOMAXPROCS).
+func newQueue(workers, decoders int) *queue {
+	if decoders <= 0 {
+		decoders = runtime.GOMAXPROCS(0)
+	}
+	return &queue{workers: workers, cpu: make(chan struct{}, decoders)}
 }
 
 func (q *queue) push(job func()) {

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -205,7 +206,13 @@ func runMount(c *cli.Context) error {
 
 	// .nczarrfs/stats counts the store's requests and the cache's work.
 	counted, chunks := stats.CountStore(store), cache.New(cfg.cacheSize)
-	ds, err := nczarr.Open(ctx, counted, nczarr.Options{Cache: chunks, Logger: log})
+	// Read-ahead decodes on as many processors as Go would use; the
+	// daemon runs with twice as many, so that a goroutine answering the
+	// kernel finds one free at once instead of waiting for a decode to
+	// end (docs/architecture.md, read-ahead).
+	decoders := runtime.GOMAXPROCS(0)
+	runtime.GOMAXPROCS(2 * decoders)
+	ds, err := nczarr.Open(ctx, counted, nczarr.Options{Cache: chunks, Logger: log, Decoders: decoders})
 	if err != nil {
 		if errors.Is(err, nczarr.ErrNoDataset) {
 			err = fmt.Errorf("%s holds no dataset: %w", cfg.source, err)
