@@ -191,10 +191,22 @@ type walker struct {
 	d   *Dataset
 	sem chan struct{} // bounds store requests in flight
 	wg  sync.WaitGroup
-	mu  sync.Mutex // guards d.groups and d.arrays while walking
+	mu  sync.Mutex // guards d.groups and d.arrays while walking, and kept
+	// kept holds the metadata objects classify fetched to tell arrays
+	// from groups, by key, until the step that reads them takes them: one
+	// request per child instead of a probe and then a fetch.
+	kept map[string][]byte // GUARDED_BY(mu)
 }
 
+// get fetches key, or takes it from what classify kept.
 func (w *walker) get(ctx context.Context, key string) ([]byte, error) {
+	w.mu.Lock()
+	data, ok := w.kept[key]
+	delete(w.kept, key)
+	w.mu.Unlock()
+	if ok {
+		return data, nil
+	}
 	w.sem <- struct{}{}
 	defer func() { <-w.sem }()
 	return w.d.store.Get(ctx, key)
@@ -317,17 +329,23 @@ func (w *walker) search(ctx context.Context, prefix string) (arrays, groups []st
 }
 
 // classify says whether prefix is an array (".zarray"), a group
-// (".zgroup") or neither ("").
+// (".zgroup") or neither (""). It fetches the object that tells, and
+// keeps it for the walk's next step.
 func (w *walker) classify(ctx context.Context, prefix string) string {
 	for _, name := range []string{".zarray", ".zgroup"} {
-		w.sem <- struct{}{}
-		_, err := w.d.store.Size(ctx, zmap.Join(prefix, name))
-		<-w.sem
+		key := zmap.Join(prefix, name)
+		data, err := w.get(ctx, key)
 		if err == nil {
+			w.mu.Lock()
+			if w.kept == nil {
+				w.kept = map[string][]byte{}
+			}
+			w.kept[key] = data
+			w.mu.Unlock()
 			return name
 		}
 		if !errors.Is(err, zmap.ErrNotFound) {
-			w.d.log.Warn("cannot probe", "key", zmap.Join(prefix, name), "err", err)
+			w.d.log.Warn("cannot probe", "key", key, "err", err)
 		}
 	}
 	return ""
