@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/nczarrfs/nczarrfs/internal/miniotest"
+	"github.com/nczarrfs/nczarrfs/internal/mountinfo"
 	"github.com/nczarrfs/nczarrfs/internal/testenv"
 )
 
@@ -320,18 +321,14 @@ func TestGuide(t *testing.T) {
 // unmountUnder lazily unmounts whatever is still mounted below dir (an
 // example that failed before its unmount).
 func unmountUnder(t *testing.T, dir string) {
-	raw, err := os.ReadFile("/proc/self/mountinfo")
+	mounts, err := mountinfo.Read()
 	if err != nil {
 		return
 	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) < 5 {
-			continue
-		}
-		if mnt := unescapeMountinfo(fields[4]); strings.HasPrefix(mnt, dir+"/") {
-			t.Errorf("%s is still mounted after the guide's examples", mnt)
-			_ = exec.Command("fusermount3", "-u", "-z", mnt).Run()
+	for _, m := range mounts {
+		if strings.HasPrefix(m.Mountpoint, dir+"/") {
+			t.Errorf("%s is still mounted after the guide's examples", m.Mountpoint)
+			_ = exec.Command("fusermount3", "-u", "-z", m.Mountpoint).Run()
 		}
 	}
 }

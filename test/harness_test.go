@@ -27,6 +27,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nczarrfs/nczarrfs/internal/mountinfo"
 )
 
 // python is the interpreter that has zarr, numcodecs, xarray and netCDF4.
@@ -473,46 +475,10 @@ func clip(s string) string {
 	return s[:keep] + fmt.Sprintf("\n[... %d bytes left out ...]\n", len(s)-2*keep) + s[len(s)-keep:]
 }
 
-// mountedAt returns the filesystem type mounted at dir, from
-// /proc/self/mountinfo.
+// mountedAt returns the filesystem type of the topmost mount at dir.
 func mountedAt(dir string) (fstype string, ok bool) {
-	raw, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return "", false
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		// id parent major:minor root mountpoint options [optional...] - fstype source superopts
-		fields := strings.Fields(line)
-		if len(fields) < 5 || unescapeMountinfo(fields[4]) != dir {
-			continue
-		}
-		for i, f := range fields {
-			if f == "-" && i+1 < len(fields) {
-				fstype = fields[i+1]
-			}
-		}
-		ok = true // the last matching line is the mount on top
-	}
-	return fstype, ok
-}
-
-// unescapeMountinfo undoes the kernel's octal escapes (\040 for a space).
-func unescapeMountinfo(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+	m, ok := mountinfo.At(dir)
+	return m.FSType, ok
 }
 
 // testSeed is the seed of the random reads; NCZARRFS_TEST_SEED replays one.

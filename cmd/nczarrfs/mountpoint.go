@@ -1,16 +1,16 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/nczarrfs/nczarrfs/internal/mountinfo"
 )
 
 // checkMountpoint says clearly what is wrong with a mountpoint: missing,
@@ -35,8 +35,8 @@ func checkMountpoint(path string, allowNonEmpty bool) error {
 	if err != nil {
 		return err
 	}
-	if m, ok := findMount(abs); ok {
-		return fmt.Errorf("mountpoint %s is a mount already (%s from %s); unmount it, or use --allow-non-empty to mount over it", path, m.fstype, m.source)
+	if m, ok := mountinfo.At(abs); ok {
+		return fmt.Errorf("mountpoint %s is a mount already (%s from %s); unmount it, or use --allow-non-empty to mount over it", path, m.FSType, m.Source)
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -66,80 +66,8 @@ func absMountpoint(path string) (string, error) {
 	return abs, nil
 }
 
-// mountEntry is one line of /proc/self/mountinfo.
-type mountEntry struct {
-	mountpoint, fstype, source string
-}
-
-// parseMountinfo reads the mountinfo format (proc(5)):
-//
-//	36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue
-//
-// Lines it cannot read are skipped.
-func parseMountinfo(r io.Reader) ([]mountEntry, error) {
-	var out []mountEntry
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		sep := -1
-		for i := 6; i < len(fields); i++ {
-			if fields[i] == "-" {
-				sep = i
-				break
-			}
-		}
-		if len(fields) < 5 || sep < 0 || sep+2 >= len(fields) {
-			continue
-		}
-		out = append(out, mountEntry{
-			mountpoint: unescapeMountinfo(fields[4]),
-			fstype:     fields[sep+1],
-			source:     unescapeMountinfo(fields[sep+2]),
-		})
-	}
-	return out, sc.Err()
-}
-
-// unescapeMountinfo undoes the kernel's octal escapes (\040 for a space).
-func unescapeMountinfo(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-// findMount returns the topmost mount at the absolute path abs.
-func findMount(abs string) (mountEntry, bool) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return mountEntry{}, false
-	}
-	defer f.Close()
-	mounts, _ := parseMountinfo(f)
-	var found mountEntry
-	ok := false
-	for _, m := range mounts {
-		if m.mountpoint == abs {
-			found, ok = m, true // later lines are mounted on top
-		}
-	}
-	return found, ok
-}
-
 func isMounted(abs string) bool {
-	_, ok := findMount(abs)
+	_, ok := mountinfo.At(abs)
 	return ok
 }
 

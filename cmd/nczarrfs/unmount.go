@@ -6,6 +6,8 @@ import (
 	"syscall"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/nczarrfs/nczarrfs/internal/mountinfo"
 )
 
 func unmountCommand() *cli.Command {
@@ -33,12 +35,12 @@ func runUnmount(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	m, ok := findMount(abs)
+	m, ok := mountinfo.At(abs)
 	if !ok {
 		return fmt.Errorf("%s is not mounted", path)
 	}
-	if m.fstype != "fuse.nczarrfs" {
-		return fmt.Errorf("%s is a %s mount, not nczarrfs", path, m.fstype)
+	if m.FSType != "fuse.nczarrfs" {
+		return fmt.Errorf("%s is a %s mount, not nczarrfs", path, m.FSType)
 	}
 	err = unmount(abs)
 	if errors.Is(err, syscall.EBUSY) {
