@@ -17,12 +17,19 @@ func Unshuffle(dst, src []byte, typesize int) {
 	}
 	count := n / typesize
 	switch typesize {
-	case 2:
-		unshuffle2(dst, src, count)
-	case 4:
-		unshuffle4(dst, src, count)
-	case 8:
-		unshuffle8(dst, src, count)
+	case 2, 4, 8:
+		// Slicing checks the lengths the vector loops rely on.
+		whole := count * typesize
+		d, s := dst[:whole], src[:whole]
+		from := unshuffleVector(d, s, count, typesize)
+		switch typesize {
+		case 2:
+			unshuffle2(d, s, count, from)
+		case 4:
+			unshuffle4(d, s, count, from)
+		case 8:
+			unshuffle8(d, s, count, from)
+		}
 	default:
 		for j := 0; j < typesize; j++ {
 			row := src[j*count : (j+1)*count]
@@ -35,29 +42,31 @@ func Unshuffle(dst, src []byte, typesize int) {
 	copy(dst[done:n], src[done:])
 }
 
-func unshuffle2(dst, src []byte, count int) {
+// unshuffle2, unshuffle4 and unshuffle8 unshuffle elements from on of
+// count elements of 2, 4 and 8 bytes, one at a time.
+func unshuffle2(dst, src []byte, count, from int) {
 	r0, r1 := src[:count], src[count:2*count]
 	dst = dst[:2*count]
-	for i := range r0 {
+	for i := from; i < count; i++ {
 		dst[2*i] = r0[i]
 		dst[2*i+1] = r1[i]
 	}
 }
 
-func unshuffle4(dst, src []byte, count int) {
+func unshuffle4(dst, src []byte, count, from int) {
 	r0, r1, r2, r3 := src[:count], src[count:2*count], src[2*count:3*count], src[3*count:4*count]
 	dst = dst[:4*count]
-	for i := range r0 {
+	for i := from; i < count; i++ {
 		v := uint32(r0[i]) | uint32(r1[i])<<8 | uint32(r2[i])<<16 | uint32(r3[i])<<24
 		binary.LittleEndian.PutUint32(dst[4*i:], v)
 	}
 }
 
-func unshuffle8(dst, src []byte, count int) {
+func unshuffle8(dst, src []byte, count, from int) {
 	r0, r1, r2, r3 := src[:count], src[count:2*count], src[2*count:3*count], src[3*count:4*count]
 	r4, r5, r6, r7 := src[4*count:5*count], src[5*count:6*count], src[6*count:7*count], src[7*count:8*count]
 	dst = dst[:8*count]
-	for i := range r0 {
+	for i := from; i < count; i++ {
 		v := uint64(r0[i]) | uint64(r1[i])<<8 | uint64(r2[i])<<16 | uint64(r3[i])<<24 |
 			uint64(r4[i])<<32 | uint64(r5[i])<<40 | uint64(r6[i])<<48 | uint64(r7[i])<<56
 		binary.LittleEndian.PutUint64(dst[8*i:], v)

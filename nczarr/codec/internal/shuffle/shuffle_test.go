@@ -93,3 +93,44 @@ func BenchmarkUnshuffle(b *testing.B) {
 		})
 	}
 }
+
+// TestUnshuffleVector checks the vector loops against the scalar ones on
+// random bytes, for counts around multiples of their 16 elements.
+func TestUnshuffleVector(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	scalar := map[int]func(dst, src []byte, count, from int){2: unshuffle2, 4: unshuffle4, 8: unshuffle8}
+	for _, typesize := range []int{2, 4, 8} {
+		for count := 0; count <= 100; count++ {
+			src := make([]byte, count*typesize)
+			for i := range src {
+				src[i] = byte(rng.Uint32())
+			}
+			want := make([]byte, len(src))
+			scalar[typesize](want, src, count, 0)
+			got := make([]byte, len(src))
+			Unshuffle(got, src, typesize)
+			if !bytes.Equal(got, want) {
+				t.Fatalf("typesize %d count %d: vector and scalar loops differ", typesize, count)
+			}
+		}
+	}
+}
+
+// FuzzUnshuffle checks Unshuffle against the scalar loops alone on any
+// input and element size.
+func FuzzUnshuffle(f *testing.F) {
+	f.Add(bytes.Repeat([]byte("0123456789abcdef"), 9), uint8(4))
+	f.Add([]byte("short"), uint8(8))
+	f.Fuzz(func(t *testing.T, src []byte, ts uint8) {
+		typesize := []int{2, 4, 8}[int(ts)%3]
+		count := len(src) / typesize
+		want := make([]byte, len(src))
+		map[int]func(dst, src []byte, count, from int){2: unshuffle2, 4: unshuffle4, 8: unshuffle8}[typesize](want, src[:count*typesize], count, 0)
+		copy(want[count*typesize:], src[count*typesize:])
+		got := make([]byte, len(src))
+		Unshuffle(got, src, typesize)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("typesize %d, %d bytes: vector and scalar loops differ", typesize, len(src))
+		}
+	})
+}
