@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -16,28 +17,49 @@ import (
 // tests lower it.
 var listPageSize int32 = 1000
 
-// listSplits are where a long listing is cut into ranges listed at once:
-// the names that sort before and after every one- and two-digit prefix.
-// Chunk keys begin with digits, and an array folder of 100,000 chunks
-// otherwise takes 100 ListObjectsV2 pages one after the other.
-var listSplits = func() []string {
-	var s []string
-	for a := '0'; a <= '9'; a++ {
-		s = append(s, string(a))
-		for b := '0'; b <= '9'; b++ {
-			s = append(s, string(a)+string(b))
-		}
-	}
-	slices.Sort(s)
-	return s
-}()
-
-// listers bounds the ranges of one listing that are listed at once.
+// listers bounds the parts of one listing that are listed at once.
 const listers = 16
+
+// afterDigits sorts after every name that begins with a digit.
+var afterDigits = "9" + string(utf8.MaxRune)
+
+// listPart is one part of a listing: the names under the listed prefix
+// that begin with within, after after and up to upTo ("" for no bound).
+type listPart struct {
+	within, after, upTo string
+}
+
+// restOfListing splits the names after last, the last name of a
+// listing's first page, into parts listed at once: one for each digit
+// they may begin with (chunk keys begin with digits, and an array folder
+// of 100,000 chunks otherwise takes 100 pages one after the other), one
+// for the names between last and the digits and one for those after
+// them. Parts are cut by prefix, not only by StartAfter: MinIO walks a
+// folder afresh for every StartAfter, and 110 ranges cut that way listed
+// 100,000 keys in 19-22 s where one listing took 2.3 s and these parts
+// 2.1 s.
+func restOfListing(last string) []listPart {
+	var parts []listPart
+	if last < "0" {
+		parts = append(parts, listPart{after: last, upTo: "0"})
+	}
+	for d := '0'; d <= '9'; d++ {
+		p := string(d)
+		switch {
+		case strings.HasPrefix(last, p):
+			parts = append(parts, listPart{within: p, after: last})
+		case last < p:
+			parts = append(parts, listPart{within: p})
+		}
+		// Otherwise the first page had every name beginning with d.
+	}
+	return append(parts, listPart{after: max(last, afterDigits)})
+}
 
 // Search returns the immediate children of prefix with ListObjectsV2
 // (Delimiter "/"), sorted by name. When the first page does not hold
-// them all, the names after it are listed as ranges (listSplits) at once.
+// them all, the names after it are listed in parts (restOfListing) at
+// once.
 func (s *Store) Search(ctx context.Context, prefix string) ([]zmap.Entry, error) {
 	if prefix != "" {
 		if err := checkKey(prefix); err != nil {
@@ -46,37 +68,23 @@ func (s *Store) Search(ctx context.Context, prefix string) ([]zmap.Entry, error)
 	}
 	lp := s.listPrefix(prefix)
 	l := &listing{seen: map[string]int{}}
-	last, more, err := s.listRange(ctx, prefix, lp, "", "", true, l)
+	last, more, err := s.listPart(ctx, prefix, lp, listPart{}, true, l)
 	if err != nil {
 		return nil, err
 	}
 	if more {
-		// Ranges (lo, hi] after the first page, the last one open.
-		var bounds []string
-		for _, b := range listSplits {
-			if b > last {
-				bounds = append(bounds, b)
-			}
-		}
-		lo := last
-		ranges := make([][2]string, 0, len(bounds)+1)
-		for _, b := range bounds {
-			ranges = append(ranges, [2]string{lo, b})
-			lo = b
-		}
-		ranges = append(ranges, [2]string{lo, ""})
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		sem := make(chan struct{}, listers)
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		var first error
-		for _, r := range ranges {
+		for _, part := range restOfListing(last) {
 			wg.Add(1)
 			sem <- struct{}{}
 			go func() {
 				defer func() { <-sem; wg.Done() }()
-				if _, _, err := s.listRange(ctx, prefix, lp, r[0], r[1], false, l); err != nil {
+				if _, _, err := s.listPart(ctx, prefix, lp, part, false, l); err != nil {
 					mu.Lock()
 					if first == nil {
 						first = err
@@ -125,19 +133,20 @@ func (l *listing) add(e zmap.Entry) {
 	l.entries = append(l.entries, e)
 }
 
-// listRange lists the names in (after, upTo] ("" for no bound) under lp
-// into l. With onePage it stops after the first page and returns the
-// last name on it and whether more follow.
-func (s *Store) listRange(ctx context.Context, prefix, lp, after, upTo string, onePage bool, l *listing) (last string, more bool, err error) {
+// listPart lists the names of part under lp into l. With onePage it stops
+// after the first page and returns the last name on it and whether more
+// follow.
+func (s *Store) listPart(ctx context.Context, prefix, lp string, part listPart, onePage bool, l *listing) (last string, more bool, err error) {
 	in := &s3.ListObjectsV2Input{
 		Bucket:    aws.String(s.loc.Bucket),
-		Prefix:    aws.String(lp),
+		Prefix:    aws.String(lp + part.within),
 		Delimiter: aws.String("/"),
 		MaxKeys:   aws.Int32(listPageSize),
 	}
-	if after != "" {
-		in.StartAfter = aws.String(lp + after)
+	if part.after != "" {
+		in.StartAfter = aws.String(lp + part.after)
 	}
+	upTo := part.upTo
 	pager := s3.NewListObjectsV2Paginator(s.client, in)
 	for pager.HasMorePages() {
 		pctx := withLastAnswer(ctx)
