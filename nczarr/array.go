@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/nczarrfs/nczarrfs/cache"
 	"github.com/nczarrfs/nczarrfs/nczarr/codec"
@@ -334,9 +335,11 @@ func (a *Array) fetch(ctx context.Context, keys []string, chunks []chunkRef) err
 	})
 }
 
-// each runs fn for 0..n-1, at most d.par at a time, and cancels the rest
-// after an error. It returns the first error that is not a cancellation
-// the error caused.
+// each runs fn for 0..n-1 on at most d.par goroutines, and cancels the
+// rest after an error. It returns the first error that is not a
+// cancellation the error caused. Each goroutine runs fn for one i after
+// another: a store request runs deep in its client's stack, which a
+// goroutine of its own would grow (copying it) every time.
 func (a *Array) each(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
 	switch n {
 	case 0:
@@ -346,16 +349,17 @@ func (a *Array) each(ctx context.Context, n int, fn func(ctx context.Context, i 
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sem := make(chan struct{}, a.d.par)
 	errs := make([]error, n)
+	var next atomic.Int64
 	var wg sync.WaitGroup
-	for i := range n {
-		sem <- struct{}{}
+	for range min(n, a.d.par) {
 		wg.Add(1)
 		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if errs[i] = fn(ctx, i); errs[i] != nil {
-				cancel()
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				if errs[i] = fn(ctx, i); errs[i] != nil {
+					cancel()
+				}
 			}
 		}()
 	}
