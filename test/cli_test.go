@@ -71,26 +71,7 @@ func runCommand(t *testing.T, env []string, name string, args ...string) (stdout
 // the arguments, say). Cleanup is stopDaemon's.
 func startArgs(t *testing.T, mnt string, args ...string) *daemon {
 	t.Helper()
-	d := &daemon{mnt: mnt, output: &syncBuffer{}, done: make(chan struct{})}
-	d.cmd = exec.Command(nczarrfsBinary(t), args...)
-	d.cmd.Stdout = d.output
-	d.cmd.Stderr = d.output
-	if err := d.cmd.Start(); err != nil {
-		t.Fatalf("starting nczarrfs: %v", err)
-	}
-	go func() {
-		d.err = d.cmd.Wait()
-		close(d.done)
-	}()
-	t.Cleanup(func() { stopDaemon(t, d) })
-	waitFor(t, fmt.Sprintf("mount at %s", mnt), func() bool {
-		if d.exited() {
-			t.Fatalf("nczarrfs %q exited before mounting (%v):\n%s", args, d.err, clip(d.output.String()))
-		}
-		_, ok := mountedAt(mnt)
-		return ok
-	})
-	d.mounted = true
+	d, _ := launch(t, nczarrfsBinary(t), mnt, args)
 	return d
 }
 

@@ -405,10 +405,22 @@ func startDaemon(t *testing.T, source string, extraArgs ...string) *daemon {
 	}
 	args := append([]string{"mount"}, extraArgs...)
 	args = append(args, source, mnt)
+	d, fstype := launch(t, nczarrfsBinary(t), mnt, args)
+	if fstype != "fuse.nczarrfs" {
+		t.Errorf("mount of %s has fstype %q, want fuse.nczarrfs", source, fstype)
+	}
+	return d
+}
+
+// launch starts bin with args, a daemon that mounts at mnt, and waits for
+// the mount: the test fails if the daemon exits first or nothing is
+// mounted within mountWait. It returns the mount's filesystem type too.
+// Cleanup is stopDaemon's.
+func launch(t *testing.T, bin, mnt string, args []string) (*daemon, string) {
+	t.Helper()
 	d := &daemon{mnt: mnt, output: &syncBuffer{}, done: make(chan struct{})}
-	d.cmd = exec.Command(nczarrfsBinary(t), args...)
-	d.cmd.Stdout = d.output
-	d.cmd.Stderr = d.output
+	d.cmd = exec.Command(bin, args...)
+	d.cmd.Stdout, d.cmd.Stderr = d.output, d.output
 	if err := d.cmd.Start(); err != nil {
 		t.Fatalf("starting nczarrfs: %v", err)
 	}
@@ -417,15 +429,11 @@ func startDaemon(t *testing.T, source string, extraArgs ...string) *daemon {
 		close(d.done)
 	}()
 	t.Cleanup(func() { stopDaemon(t, d) })
-
 	deadline := time.Now().Add(mountWait)
 	for {
 		if fstype, ok := mountedAt(mnt); ok {
 			d.mounted = true
-			if fstype != "fuse.nczarrfs" {
-				t.Errorf("mount of %s has fstype %q, want fuse.nczarrfs", source, fstype)
-			}
-			return d
+			return d, fstype
 		}
 		if d.exited() {
 			t.Fatalf("nczarrfs %s exited before mounting (%v):\n%s", strings.Join(args, " "), d.err, clip(d.output.String()))

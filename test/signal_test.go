@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -117,30 +116,6 @@ func startDaemonBinary(t *testing.T, bin, source string, extraArgs ...string) *d
 // mountpoint mnt.
 func startDaemonWith(t *testing.T, bin, mnt, source string, extraArgs ...string) *daemon {
 	t.Helper()
-	args := append(append([]string{"mount"}, extraArgs...), source, mnt)
-	d := &daemon{mnt: mnt, output: &syncBuffer{}, done: make(chan struct{})}
-	d.cmd = exec.Command(bin, args...)
-	d.cmd.Stdout, d.cmd.Stderr = d.output, d.output
-	if err := d.cmd.Start(); err != nil {
-		t.Fatalf("starting nczarrfs: %v", err)
-	}
-	go func() {
-		d.err = d.cmd.Wait()
-		close(d.done)
-	}()
-	t.Cleanup(func() { stopDaemon(t, d) })
-	deadline := time.Now().Add(mountWait)
-	for {
-		if _, ok := mountedAt(mnt); ok {
-			d.mounted = true
-			return d
-		}
-		if d.exited() {
-			t.Fatalf("nczarrfs %s exited before mounting (%v):\n%s", strings.Join(args, " "), d.err, clip(d.output.String()))
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nczarrfs %s: no mount at %s after %v", strings.Join(args, " "), mnt, mountWait)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	d, _ := launch(t, bin, mnt, append(append([]string{"mount"}, extraArgs...), source, mnt))
+	return d
 }
