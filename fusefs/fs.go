@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -57,7 +58,19 @@ type Options struct {
 	// tests) needs the hack: its first poll of such a file would
 	// otherwise wait for a FUSE answer with no thread left to give it.
 	NoPollHack bool
+	// PageCache serves data and data.npy through the kernel's page cache.
+	// Without it Mount opens them for direct I/O wherever the kernel can
+	// still map such files into memory (FUSE_DIRECT_IO_ALLOW_MMAP, Linux
+	// 6.6): a large read then costs one copy out of the daemon instead of
+	// two and the page cache's bookkeeping, but every read, however
+	// small, is a request to the daemon (docs/architecture.md).
+	PageCache bool
 }
+
+// readSize is the largest READ the kernel sends (MaxWrite) and the I/O
+// size data files advertise for direct I/O (st_blksize), which cat, cp,
+// stdio and Python's buffered files take for their buffer size.
+const readSize = 1 << 20
 
 // tree is what every node shares.
 type tree struct {
@@ -72,11 +85,18 @@ type tree struct {
 	times modTimes   // of directories (times.go)
 	xattr xattrCache // of groups and arrays (xattr.go)
 	files sync.Map   // array path -> *arrayFiles (synth.go)
+	// direct opens data files with FOPEN_DIRECT_IO; Mount sets it once
+	// the kernel has said it maps such files (Options.PageCache).
+	direct atomic.Bool
 }
 
 // NewRoot returns the root node of the tree for ds, whose objects are in
 // store. Of opts, all but the mount options are used.
 func NewRoot(ds *nczarr.Dataset, store zmap.Store, opts Options) fs.InodeEmbedder {
+	return newTree(ds, store, opts).newDirNode("")
+}
+
+func newTree(ds *nczarr.Dataset, store zmap.Store, opts Options) *tree {
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
@@ -102,7 +122,7 @@ func NewRoot(ds *nczarr.Dataset, store zmap.Store, opts Options) fs.InodeEmbedde
 		t.name = "dataset"
 	}
 	t.setStats(opts.Stats)
-	return t.newDirNode("")
+	return t
 }
 
 // Mount mounts the tree at mountpoint, read-only, and returns the running
@@ -122,23 +142,35 @@ func Mount(mountpoint string, ds *nczarr.Dataset, store zmap.Store, opts Options
 			Options:      []string{"ro"},
 			Debug:        opts.Debug,
 			AllowOther:   opts.AllowOther,
-			MaxReadAhead: 1 << 20,
+			MaxReadAhead: readSize,
 			// Large requests: one READ may then cover a whole row of chunks.
-			MaxWrite: 1 << 20,
+			MaxWrite: readSize,
+			// Granted only by kernels that have it (Linux 6.6).
+			ExtraCapabilities: fuse.CAP_DIRECT_IO_ALLOW_MMAP,
 		},
 	}
-	root := NewRoot(ds, store, opts)
+	t := newTree(ds, store, opts)
+	root := t.newDirNode("")
+	var srv *fuse.Server
+	var err error
 	if !opts.NoPollHack {
-		return fs.Mount(mountpoint, root, fsOpts)
+		srv, err = fs.Mount(mountpoint, root, fsOpts)
+	} else {
+		// fs.Mount without WaitMount, which only runs the poll hack:
+		// the mount exists once NewServer returns.
+		srv, err = fuse.NewServer(fs.NewNodeFS(root, fsOpts), mountpoint, &fsOpts.MountOptions)
+		if err == nil {
+			go srv.Serve()
+		}
 	}
-	// fs.Mount without WaitMount, which only runs the poll hack: the
-	// mount exists once NewServer returns, and requests wait in the
-	// kernel until Serve has answered INIT.
-	srv, err := fuse.NewServer(fs.NewNodeFS(root, fsOpts), mountpoint, &fsOpts.MountOptions)
 	if err != nil {
 		return nil, err
 	}
-	go srv.Serve()
+	// NewServer has answered INIT: the kernel's flags are known. A data
+	// file opened for direct I/O could not be mapped without this one.
+	if !opts.PageCache && srv.KernelSettings().Flags64()&fuse.CAP_DIRECT_IO_ALLOW_MMAP != 0 {
+		t.direct.Store(true)
+	}
 	return srv, nil
 }
 
@@ -359,7 +391,7 @@ var (
 )
 
 func (n *data) attr(ctx context.Context, a *fuse.Attr) {
-	n.t.fill(a, fuse.S_IFREG|0o444, uint64(n.array.Size()), ino('a', n.array.Path))
+	n.t.fillData(a, uint64(n.array.Size()), ino('a', n.array.Path))
 	stamp(a, n.t.dirTime(ctx, n.array.Path))
 }
 
@@ -376,11 +408,32 @@ func (n *data) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	if n.array.Err != nil {
 		return nil, 0, n.t.rep.errno("open data", n.array.Path, n.array.Err)
 	}
-	_, fuseFlags, errno := openReadOnly(flags)
+	fuseFlags, errno := n.t.openData(flags)
 	if errno != 0 {
 		return nil, 0, errno
 	}
 	return &dataHandle{r: n.array.NewReader()}, fuseFlags, 0
+}
+
+// openData is openReadOnly for the files that hold decoded data, which
+// are opened for direct I/O unless the mount serves them through the
+// page cache (Options.PageCache). FOPEN_KEEP_CACHE still keeps the pages
+// of a memory map across opens.
+func (t *tree) openData(flags uint32) (uint32, syscall.Errno) {
+	_, fuseFlags, errno := openReadOnly(flags)
+	if t.direct.Load() {
+		fuseFlags |= fuse.FOPEN_DIRECT_IO
+	}
+	return fuseFlags, errno
+}
+
+// fillData is fill for the files that hold decoded data: with direct I/O
+// each read is a request, so they ask for reads of readSize.
+func (t *tree) fillData(a *fuse.Attr, size uint64, inode uint64) {
+	t.fill(a, fuse.S_IFREG|0o444, size, inode)
+	if t.direct.Load() {
+		a.Blksize = readSize
+	}
 }
 
 // dataHandle is an open `data` file.

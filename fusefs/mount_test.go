@@ -30,11 +30,17 @@ const sample = "../examples/sample.zip"
 // the test ends; any mount error fails the test.
 func mountStore(t *testing.T, store zmap.Store) string {
 	t.Helper()
+	return mountDataset(t, openDataset(t, store), store, Options{FsName: "test"})
+}
+
+// openDataset opens the dataset in store with a 1 MiB cache.
+func openDataset(t *testing.T, store zmap.Store) *nczarr.Dataset {
+	t.Helper()
 	ds, err := nczarr.Open(context.Background(), store, nczarr.Options{Cache: cache.New(1 << 20)})
 	if err != nil {
 		t.Fatalf("open dataset: %v", err)
 	}
-	return mountDataset(t, ds, store, Options{FsName: "test"})
+	return ds
 }
 
 // mountDataset mounts ds with opts in a new folder, and unmounts it when

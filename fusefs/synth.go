@@ -306,7 +306,7 @@ func (f *npyFile) live() bool { return false }
 func (f *npyFile) size() int64 { return int64(len(f.header)) + f.array.Size() }
 
 func (f *npyFile) attr(ctx context.Context, a *fuse.Attr) error {
-	f.t.fill(a, fuse.S_IFREG|0o444, uint64(f.size()), ino('n', f.array.Path))
+	f.t.fillData(a, uint64(f.size()), ino('n', f.array.Path))
 	stamp(a, f.t.dirTime(ctx, f.array.Path))
 	return nil
 }
@@ -321,7 +321,7 @@ func (f *npyFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32
 	if f.array.Err != nil {
 		return nil, 0, f.t.rep.errno("open "+NPYName, f.array.Path, f.array.Err)
 	}
-	_, fuseFlags, errno := openReadOnly(flags)
+	fuseFlags, errno := f.t.openData(flags)
 	if errno != 0 {
 		return nil, 0, errno
 	}

@@ -686,6 +686,19 @@ func checkArray(t *testing.T, mnt, tree string, a array, want []byte, rng *rand.
 		return
 	}
 	defer f.Close()
+	// data is opened for direct I/O; a memory map of it (numpy.memmap)
+	// must still work.
+	if len(got) > 0 {
+		m, err := syscall.Mmap(int(f.Fd()), 0, len(got), syscall.PROT_READ, syscall.MAP_SHARED)
+		if err != nil {
+			t.Errorf("%s/data: mmap: %v", a.Path, err)
+		} else {
+			if !bytes.Equal(m, got) {
+				t.Errorf("%s/data: mapped bytes differ from read ones%s", a.Path, firstDiff(m, got, a.Itemsize))
+			}
+			syscall.Munmap(m)
+		}
+	}
 	for _, r := range readPlan(rng, a, chunkShape(tree, a), int64(len(want))) {
 		buf := make([]byte, r.n)
 		n, err := f.ReadAt(buf, r.off)

@@ -123,6 +123,7 @@ var optionFlags = map[string]struct {
 }{
 	"allow_other":     {"allow-other", false},
 	"debug":           {"debug", false},
+	"page_cache":      {"page-cache", false},
 	"allow_non_empty": {"allow-non-empty", false},
 	"nonempty":        {"allow-non-empty", false},
 	"no_sign_request": {"no-sign-request", false},

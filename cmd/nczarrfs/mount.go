@@ -62,6 +62,7 @@ Examples:
 			&cli.StringFlag{Name: "log-file", Usage: "append the log to this file instead of stderr"},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log format: text or json"},
 			&cli.BoolFlag{Name: "debug", Usage: "log debug messages and every FUSE request"},
+			&cli.BoolFlag{Name: "page-cache", Usage: "serve data and data.npy through the kernel's page cache: faster for programs that read a few KiB at a time or read the same bytes again, slower for large reads"},
 			&cli.StringFlag{Name: "endpoint-url", Usage: "S3 endpoint, e.g. http://127.0.0.1:9000", EnvVars: []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"}},
 			&cli.StringFlag{Name: "region", Usage: "S3 region (default from the AWS configuration)"},
 			&cli.StringFlag{Name: "profile", Usage: "AWS shared-config profile"},
@@ -234,6 +235,7 @@ func runMount(c *cli.Context) error {
 		UID:        cfg.uid,
 		GID:        cfg.gid,
 		Umask:      cfg.umask,
+		PageCache:  c.Bool("page-cache"),
 		// The daemon never opens its own files; with the hack, a
 		// SIGKILL while mounting could leave it stuck (fusefs.Options).
 		NoPollHack: true,
