@@ -168,8 +168,14 @@ func Mount(mountpoint string, ds *nczarr.Dataset, store zmap.Store, opts Options
 	}
 	// NewServer has answered INIT: the kernel's flags are known. A data
 	// file opened for direct I/O could not be mapped without this one.
-	if !opts.PageCache && srv.KernelSettings().Flags64()&fuse.CAP_DIRECT_IO_ALLOW_MMAP != 0 {
+	switch {
+	case opts.PageCache:
+		t.rep.log.Debug("data files are read through the page cache", "reason", "--page-cache")
+	case srv.KernelSettings().Flags64()&fuse.CAP_DIRECT_IO_ALLOW_MMAP == 0:
+		t.rep.log.Debug("data files are read through the page cache", "reason", "the kernel cannot map files opened for direct I/O (Linux 6.6 can)")
+	default:
 		t.direct.Store(true)
+		t.rep.log.Debug("data files are read with direct I/O")
 	}
 	return srv, nil
 }
