@@ -147,6 +147,14 @@ func Mount(mountpoint string, ds *nczarr.Dataset, store zmap.Store, opts Options
 			MaxWrite: readSize,
 			// Granted only by kernels that have it (Linux 6.6).
 			ExtraCapabilities: fuse.CAP_DIRECT_IO_ALLOW_MMAP,
+			// Every reply is bytes in memory, written with one writev.
+			// With splice on, go-fuse first tries to pass each READ's
+			// reply through a pipe, which only file-backed results
+			// use: for ours it took a pipe, wrote the header into it
+			// and drained it again, and for a 1 MiB reply, larger than
+			// the largest pipe (fs.pipe-max-size), logged a warning
+			// for every READ.
+			DisableSplice: true,
 		},
 	}
 	t := newTree(ds, store, opts)

@@ -504,3 +504,52 @@ func TestNoFUSEHint(t *testing.T) {
 		t.Errorf("%s is mounted", mnt)
 	}
 }
+
+// TestLargeReadsLogNothing reads a 16 MiB array written by zarr-python in
+// reads of 1 MiB, the largest the kernel sends, by direct I/O and through
+// the page cache, and checks the bytes and that the daemon logged nothing
+// but its start and stop: go-fuse once logged a warning for every 1 MiB
+// READ (its splice path, which our replies never need, wanted a pipe
+// larger than the system allows), and a foreground mount or --log-file
+// filled with them.
+func TestLargeReadsLogNothing(t *testing.T) {
+	dir := t.TempDir()
+	src, want := filepath.Join(dir, "large.zarr"), filepath.Join(dir, "expected.bin")
+	gen := `import sys, numpy as np, zarr
+z = zarr.open(sys.argv[1], mode="w", shape=(4096, 1024), chunks=(512, 1024), dtype="<f4", compressor=None)
+z[...] = np.arange(4096 * 1024, dtype="<f4").reshape(4096, 1024)
+z[...].tofile(sys.argv[2])`
+	if out, err := exec.Command(python, "-c", gen, src, want).CombinedOutput(); err != nil {
+		t.Fatalf("zarr-python: %v\n%s", err, out)
+	}
+	expected, err := os.ReadFile(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{nil, {"--page-cache"}} {
+		t.Run("args="+strings.Join(args, ","), func(t *testing.T) {
+			d := startDaemon(t, src, args...)
+			f, err := os.Open(filepath.Join(d.mnt, "data"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []byte
+			buf := make([]byte, 1<<20)
+			for err == nil {
+				var n int
+				n, err = f.Read(buf)
+				got = append(got, buf[:n]...)
+			}
+			f.Close()
+			if err != io.EOF || !bytes.Equal(got, expected) {
+				t.Fatalf("data: %v, %d bytes, want zarr-python's %d%s", err, len(got), len(expected), firstDiff(got, expected, 4))
+			}
+			stopDaemon(t, d)
+			for _, line := range strings.Split(strings.TrimSpace(d.output.String()), "\n") {
+				if !strings.HasPrefix(line, "nczarrfs: mounted ") && !strings.Contains(line, "level=INFO msg=unmounted") {
+					t.Errorf("the daemon logged %q; want only its mounted and unmounted lines", line)
+				}
+			}
+		})
+	}
+}
