@@ -55,6 +55,7 @@ type Dataset struct {
 	cache  *cache.Cache
 	ahead  *queue     // read-ahead loads, in the order readers need them
 	hint   willNeeder // nil when the store reads nothing ahead on a hint
+	hints  *queue     // gives read-ahead's hints to hint, in order
 	log    *slog.Logger
 	par    int
 	groups map[string]*Group
@@ -111,6 +112,7 @@ func Open(ctx context.Context, store zmap.Store, opts Options) (*Dataset, error)
 	}
 	d.ahead = newQueue(d.par, opts.Decoders)
 	d.hint, _ = zmap.As[willNeeder](store)
+	d.hints = newQueue(1, 0)
 	w := &walker{d: d, sem: make(chan struct{}, d.par)}
 
 	if ok, err := w.openV3(ctx); ok || err != nil {

@@ -326,10 +326,9 @@ func (h *hints) WillNeed(ctx context.Context, key string) {
 }
 
 // TestSequentialReadHintsFurther reads chunk row 0 sequentially: the
-// store is told about each chunk once, in order, before read-ahead loads
-// it, and at the end as far past the loads (row 1) as they are past the
-// reader: row 2, not row 3. Plain ReadAt calls and a reader's first read
-// hint nothing.
+// store is told about each chunk once, in order, and at the end as far
+// past the loads (row 1) as they are past the reader: row 2, not row 3.
+// Plain ReadAt calls and a reader's first read hint nothing.
 func TestSequentialReadHintsFurther(t *testing.T) {
 	dir := readArrays(t)
 	ctx := context.Background()
@@ -366,6 +365,7 @@ func TestSequentialReadHintsFurther(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			nczarr.HintsGiven(ds)
 			store.mu.Lock()
 			got := store.keys
 			store.mu.Unlock()

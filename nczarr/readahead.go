@@ -145,8 +145,14 @@ func (r *Reader) ahead(off, end int64) (sequential bool) {
 			a.d.ahead.push(run)
 		}
 	}
-	for _, o := range hint {
-		a.d.hint.WillNeed(context.Background(), a.ChunkKey(g.index(o)))
+	if len(hint) > 0 {
+		// Off the reader's path: opening a file whose inode is not
+		// cached waits for the disk.
+		a.d.hints.push(func() {
+			for _, o := range hint {
+				a.d.hint.WillNeed(context.Background(), a.ChunkKey(g.index(o)))
+			}
+		})
 	}
 	return true
 }
