@@ -199,8 +199,10 @@ func (a *Array) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 // read is ReadAt; it also reports whether every chunk was cached already,
 // and calls before, when not nil, with the range it is about to read.
 // A read that before does not call sequential (and every read without
-// before) of an uncompressed array in a remote store fetches only the
-// bytes it needs (ranged.go).
+// before) of an uncompressed array fetches only the bytes it needs
+// (ranged.go): straight into p from a local store (vecReads), else by
+// ranged reads from a remote one (rangedReads). Sequential reads go
+// through the cache, which read-ahead fills in the background.
 func (a *Array) read(ctx context.Context, p []byte, off int64, before func(off, end int64) (sequential bool)) (n int, hit bool, err error) {
 	if a.Err != nil {
 		return 0, false, a.Err
@@ -220,6 +222,21 @@ func (a *Array) read(ctx context.Context, p []byte, off int64, before func(off, 
 		sequential = before(off, off+int64(len(p)))
 	}
 	keys, ops := a.plan(off, len(p))
+	if !sequential && a.vecReads() {
+		err := a.readVec(ctx, p, keys, ops)
+		if !errors.Is(err, errors.ErrUnsupported) {
+			if err != nil {
+				return 0, false, err
+			}
+			if len(p) < want {
+				return len(p), false, io.EOF
+			}
+			return len(p), false, nil
+		}
+		// The store cannot after all (a zip of compressed entries):
+		// this read and every later one go through the cache.
+		a.d.noVec.Store(true)
+	}
 	if !sequential && a.rangedReads() {
 		if err := a.readRanged(ctx, p, keys, ops); err != nil {
 			return 0, false, err

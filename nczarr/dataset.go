@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/nczarrfs/nczarrfs/cache"
 	"github.com/nczarrfs/nczarrfs/zmap"
@@ -56,6 +57,8 @@ type Dataset struct {
 	ahead  *queue     // read-ahead loads, in the order readers need them
 	hint   willNeeder // nil when the store reads nothing ahead on a hint
 	hints  *queue     // gives read-ahead's hints to hint, in order
+	vec    zmap.VecReader
+	noVec  atomic.Bool // vec said errors.ErrUnsupported: it cannot
 	log    *slog.Logger
 	par    int
 	groups map[string]*Group
@@ -113,6 +116,7 @@ func Open(ctx context.Context, store zmap.Store, opts Options) (*Dataset, error)
 	d.ahead = newQueue(d.par, opts.Decoders)
 	d.hint, _ = zmap.As[willNeeder](store)
 	d.hints = newQueue(1, 0)
+	d.vec, _ = zmap.As[zmap.VecReader](store)
 	w := &walker{d: d, sem: make(chan struct{}, d.par)}
 
 	if ok, err := w.openV3(ctx); ok || err != nil {

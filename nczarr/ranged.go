@@ -10,18 +10,82 @@ import (
 	"github.com/nczarrfs/nczarrfs/zmap"
 )
 
+// storedDecoded reports whether the array's stored chunks are their
+// decoded bytes: no codec, no byte swap, C order.
+func (a *Array) storedDecoded() bool {
+	return a.v3 == nil && a.Chain.Len() == 0 && a.swap <= 1 && (a.Meta.Order != 'F' || len(a.Meta.Chunks) <= 1)
+}
+
 // rangedReads reports whether reads that are not sequential fetch only
-// the bytes they need instead of whole chunks: for arrays whose stored
-// chunks are their decoded bytes (no codec, no byte swap, C order) in a
-// store that is remote, where fetching a whole chunk for a few bytes of it
-// costs a transfer, not just a copy. A remote store says so with a
+// the bytes they need instead of whole chunks: for storedDecoded arrays
+// in a store that is remote, where fetching a whole chunk for a few bytes
+// of it costs a transfer, not just a copy. A remote store says so with a
 // Remote method, on it or on a store it wraps.
 func (a *Array) rangedReads() bool {
-	if a.v3 != nil || a.Chain.Len() != 0 || a.swap > 1 || (a.Meta.Order == 'F' && len(a.Meta.Chunks) > 1) {
+	if !a.storedDecoded() {
 		return false
 	}
 	r, ok := zmap.As[interface{ Remote() bool }](a.d.store)
 	return ok && r.Remote()
+}
+
+// vecReads reports whether reads that are not sequential read the bytes
+// they need straight from the store into place, without the cache: for
+// storedDecoded arrays in a store that offers zmap.VecReader (local
+// files, stored zip entries), whose page cache keeps the stored bytes,
+// which are the decoded ones. A read of a few bytes of a large chunk then
+// reads those bytes, not the chunk, and evicts nothing. Sequential reads
+// do better through the cache: read-ahead reads whole chunks on other
+// cores while the reads copy (cat of a 256 MiB array, page cache warm,
+// 8 alternating runs: 0.237 s through the cache, 0.275 s with ReadVec).
+func (a *Array) vecReads() bool {
+	return a.d.vec != nil && !a.d.noVec.Load() && a.storedDecoded()
+}
+
+// readVec is the copy step of read for vecReads arrays: the runs of each
+// chunk that lie next to each other in the chunk are read from the store
+// into their places in p with one ReadVec. A chunk that is not stored is
+// fill; one whose stored size is not the chunk's is corrupt. A store
+// that cannot (errors.ErrUnsupported) leaves p to the caller.
+func (a *Array) readVec(ctx context.Context, p []byte, keys []string, ops []copyOp) error {
+	// plan lists ops in output order, which within one chunk is the
+	// chunk's order too: each chunk's runs, in order.
+	byChunk := make([][]copyOp, len(keys))
+	for _, op := range ops {
+		byChunk[op.chunk] = append(byChunk[op.chunk], op)
+	}
+	chunkBytes := a.chunkElems * int64(a.ItemSize)
+	return a.each(ctx, len(keys), func(ctx context.Context, i int) error {
+		ops := byChunk[i]
+		var bufs [][]byte
+		for len(ops) > 0 {
+			n := 1
+			for n < len(ops) && ops[n].src == ops[n-1].src+ops[n-1].n {
+				n++
+			}
+			bufs = bufs[:0]
+			for _, op := range ops[:n] {
+				bufs = append(bufs, p[op.dst:op.dst+op.n])
+			}
+			size, err := a.d.vec.ReadVec(ctx, keys[i], bufs, int64(ops[0].src))
+			switch {
+			case errors.Is(err, zmap.ErrNotFound):
+				fill := a.filled()
+				for _, op := range ops {
+					copy(p[op.dst:op.dst+op.n], fill[op.src:op.src+op.n])
+				}
+				return nil
+			case errors.Is(err, errors.ErrUnsupported):
+				return err
+			case size != chunkBytes:
+				return fmt.Errorf("chunk %s: %w: stored %d bytes, want %d", keys[i], codec.ErrCorrupt, size, chunkBytes)
+			case err != nil:
+				return fmt.Errorf("chunk %s: %w", keys[i], err)
+			}
+			ops = ops[n:]
+		}
+		return nil
+	})
 }
 
 // readRanged is the copy step of read for rangedReads arrays: chunks in

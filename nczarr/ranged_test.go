@@ -7,9 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/nczarrfs/nczarrfs/cache"
 	"github.com/nczarrfs/nczarrfs/nczarr"
 	"github.com/nczarrfs/nczarrfs/nczarr/codec"
 	"github.com/nczarrfs/nczarrfs/zmap"
@@ -119,5 +121,104 @@ func TestRangedReadOfShortChunkFails(t *testing.T) {
 	// Row 0 of the same chunk is stored, and reads.
 	if _, err := a.ReadAt(ctx, buf, 100*4); err != nil {
 		t.Errorf("ReadAt of a stored row: %v", err)
+	}
+}
+
+// vecStore is a file store that counts the bytes ReadVec reads.
+type vecStore struct {
+	*file.Store
+	read atomic.Int64
+}
+
+func (s *vecStore) ReadVec(ctx context.Context, key string, bufs [][]byte, off int64) (int64, error) {
+	size, err := s.Store.ReadVec(ctx, key, bufs, off)
+	if err == nil {
+		for _, b := range bufs {
+			s.read.Add(int64(len(b)))
+		}
+	}
+	return size, err
+}
+
+// TestVecReads reads an uncompressed array from a store that offers
+// zmap.VecReader: every read reads exactly the stored bytes it returns
+// (none for the chunk that is not stored, which reads as fill), and the
+// cache stays empty, with and without a Reader.
+func TestVecReads(t *testing.T) {
+	dir, want := rangedArray(t)
+	ctx := context.Background()
+	st, err := file.Open(filepath.Join(dir, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &vecStore{Store: st}
+	c := cache.New(1 << 20)
+	ds, err := nczarr.Open(ctx, store, nczarr.Options{Cache: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := ds.Array("")
+	const fillRow = 100 * 4 // row 20's columns 200-299 lie in chunk 1.2
+	for _, r := range []struct{ off, n, fill int64 }{
+		{0, 8, 0}, {396, 16, 0}, {1200 * 25, 4800, 4 * fillRow}, {1200*39 + 800, 400, fillRow}, {0, 48000, 20 * fillRow}, {47996, 4, 4},
+	} {
+		for _, read := range []func(context.Context, []byte, int64) (int, error){a.ReadAt, a.NewReader().ReadAt} {
+			before := store.read.Load()
+			buf := make([]byte, r.n)
+			n, err := read(ctx, buf, r.off)
+			if err != nil || !bytes.Equal(buf[:n], want[r.off:r.off+r.n]) {
+				t.Errorf("ReadAt(%d, %d) = %d, %v; differs from zarr-python's values", r.off, r.n, n, err)
+			}
+			if got := store.read.Load() - before; got != r.n-r.fill {
+				t.Errorf("ReadAt(%d, %d) read %d stored bytes, want %d", r.off, r.n, got, r.n-r.fill)
+			}
+		}
+	}
+	if st := c.Stats(); st.LoadedBytes != 0 {
+		t.Errorf("cache %+v: reads went through it", st)
+	}
+}
+
+// TestVecReadOfWrongSizeChunkFails: a stored chunk shorter or longer than
+// a chunk fails every read of it with ErrCorrupt, as a whole-chunk load
+// does, where its neighbours read.
+func TestVecReadOfWrongSizeChunkFails(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		change func([]byte) []byte
+	}{
+		{"short", func(b []byte) []byte { return b[:len(b)-400] }},
+		{"long", func(b []byte) []byte { return append(b, 0) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, want := rangedArray(t)
+			chunk := filepath.Join(dir, "a", "0.1")
+			b, err := os.ReadFile(chunk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(chunk, tc.change(b), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			st, err := file.Open(filepath.Join(dir, "a"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ds, err := nczarr.Open(ctx, st, nczarr.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := ds.Array("")
+			buf := make([]byte, 400)
+			// Row 0, columns 100-199: the first row of chunk 0.1.
+			if _, err := a.ReadAt(ctx, buf, 100*4); !errors.Is(err, codec.ErrCorrupt) || !strings.Contains(err.Error(), "0.1") {
+				t.Errorf("ReadAt of chunk 0.1: %v, want ErrCorrupt naming the chunk", err)
+			}
+			// Columns 0-99 of row 0 are chunk 0.0's, and read.
+			if _, err := a.ReadAt(ctx, buf, 0); err != nil || !bytes.Equal(buf, want[:400]) {
+				t.Errorf("ReadAt of chunk 0.0: %v", err)
+			}
+		})
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nczarrfs/nczarrfs/cache"
 	"github.com/nczarrfs/nczarrfs/nczarr"
+	"github.com/nczarrfs/nczarrfs/zmap"
 	"github.com/nczarrfs/nczarrfs/zmap/file"
 )
 
@@ -52,28 +53,35 @@ for name, kw in cases.items():
 // chunks, so that chunks are evicted, demoted and their buffers recycled
 // while read-ahead runs: sequentially in kernel-sized requests, and from
 // several goroutines at once at random offsets mixed with sequential runs.
-// Every read must match numpy's bytes.
+// Every read must match numpy's bytes. The uncompressed array is read
+// twice: straight from the files (vecReads), when the cache stays empty,
+// and from a store that offers no zmap.VecReader, through the cache.
 func TestReadThroughSmallCache(t *testing.T) {
 	dir := readArrays(t)
 	const chunkBytes = 64 * 50 * 8
 	for _, tc := range []struct {
 		name   string
 		chunks int64 // cache budget in chunks
+		plain  bool  // hide the store's ReadVec
 	}{
 		// 8: no room for read-ahead beside a row of 6 chunks; 24: read-ahead
 		// and demotion, and still less than the array's 30 chunks.
-		{"none", 8}, {"none", 24}, {"zstd", 8}, {"zstd", 24}, {"blosc", 24},
-		{"bigendian-F", 24}, {"sparse", 24},
+		{"none", 8, false}, {"none", 8, true}, {"none", 24, true}, {"zstd", 8, false}, {"zstd", 24, false},
+		{"blosc", 24, false}, {"bigendian-F", 24, false}, {"sparse", 24, false},
 	} {
 		name := tc.name
-		t.Run(fmt.Sprintf("%s/%d", name, tc.chunks), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/%d/plain=%v", name, tc.chunks, tc.plain), func(t *testing.T) {
 			want, err := os.ReadFile(filepath.Join(dir, name+".bin"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			store, err := file.Open(filepath.Join(dir, name))
+			fs, err := file.Open(filepath.Join(dir, name))
 			if err != nil {
 				t.Fatal(err)
+			}
+			var store zmap.Store = fs
+			if tc.plain {
+				store = struct{ zmap.Store }{fs}
 			}
 			c := cache.New(tc.chunks * chunkBytes)
 			ds, err := nczarr.Open(context.Background(), store, nczarr.Options{Cache: c})
@@ -109,8 +117,13 @@ func TestReadThroughSmallCache(t *testing.T) {
 					t.Error(err)
 				}
 			}
-			if name != "sparse" && c.Stats().Recycled == 0 {
-				t.Errorf("stats %+v: no buffer was recycled", c.Stats())
+			switch st := c.Stats(); {
+			case name == "none" && !tc.plain:
+				if st.LoadedBytes != 0 {
+					t.Errorf("stats %+v: an uncompressed array in files was read through the cache", st)
+				}
+			case name != "sparse" && st.Recycled == 0:
+				t.Errorf("stats %+v: no buffer was recycled", st)
 			}
 		})
 	}

@@ -74,6 +74,21 @@ type Store interface {
 	Close() error
 }
 
+// VecReader is a store that reads an object's bytes straight into several
+// buffers with one request (a local file's preadv): a reader that
+// scatters an uncompressed chunk's rows into an array's then needs no
+// buffer of its own. Found with As; a store that wraps another offers it
+// when the wrapped one does, and otherwise fails every call with an error
+// wrapping errors.ErrUnsupported.
+type VecReader interface {
+	// ReadVec fills bufs, one after the other, with the bytes of the
+	// object key from offset off on, and returns the object's size. An
+	// object that ends before the buffers are full gives an error
+	// wrapping io.ErrUnexpectedEOF, with the size; one that cannot be
+	// read this way (a compressed zip entry) gives errors.ErrUnsupported.
+	ReadVec(ctx context.Context, key string, bufs [][]byte, off int64) (size int64, err error)
+}
+
 // Join joins key segments with "/", skipping empty ones.
 func Join(parts ...string) string {
 	var b strings.Builder

@@ -46,6 +46,18 @@ func TestStoreCounts(t *testing.T) {
 	if _, err := s.ReadAt(ctx, "v/0", buf, 0); err != nil {
 		t.Fatal(err)
 	}
+	// ReadVec counts as a read; on a store that has none it fails and
+	// counts nothing.
+	if _, err := s.ReadVec(ctx, "v/0", [][]byte{make([]byte, 2), make([]byte, 3)}, 1); err != nil {
+		t.Fatal(err)
+	}
+	plain := CountStore(struct{ zmap.Store }{fs})
+	if _, err := plain.ReadVec(ctx, "v/0", [][]byte{buf}, 0); !errors.Is(err, errors.ErrUnsupported) {
+		t.Errorf("ReadVec on a store without it: %v, want errors.ErrUnsupported", err)
+	}
+	if got := plain.Snapshot(); got.Objects != 0 || got.ReadAt.Requests != 0 {
+		t.Errorf("ReadVec on a store without it was counted: %+v", got)
+	}
 	if _, err := s.Size(ctx, "v/0"); err != nil {
 		t.Fatal(err)
 	}
@@ -60,9 +72,9 @@ func TestStoreCounts(t *testing.T) {
 	s.Get(cancelled, "v/0") // an error that is not not-found
 
 	want := StoreSnapshot{
-		Objects: 5, Bytes: 2 + 2 + 4,
+		Objects: 6, Bytes: 2 + 2 + 4 + 5,
 		Get:    OpSnapshot{Requests: 3, Bytes: 2, Errors: 1},
-		ReadAt: OpSnapshot{Requests: 2, Bytes: 6},
+		ReadAt: OpSnapshot{Requests: 3, Bytes: 11},
 		Size:   OpSnapshot{Requests: 1},
 		Stat:   OpSnapshot{Requests: 1},
 		Search: OpSnapshot{Requests: 1, Entries: 2},

@@ -3,6 +3,7 @@ package stats
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"sync/atomic"
 
@@ -50,6 +51,28 @@ func (s *Store) ReadAt(ctx context.Context, key string, p []byte, off int64) (in
 	n, err := s.Store.ReadAt(ctx, key, p, off)
 	s.readAt.count(int64(n), err)
 	return n, err
+}
+
+// ReadVec passes the call on to the store it wraps when that one offers
+// zmap.VecReader, and counts it as a read; otherwise it fails with
+// errors.ErrUnsupported, counted nowhere.
+func (s *Store) ReadVec(ctx context.Context, key string, bufs [][]byte, off int64) (int64, error) {
+	vr, ok := zmap.As[zmap.VecReader](s.Store)
+	if !ok {
+		return 0, fmt.Errorf("readvec %q: %w", key, errors.ErrUnsupported)
+	}
+	size, err := vr.ReadVec(ctx, key, bufs, off)
+	if errors.Is(err, errors.ErrUnsupported) {
+		return size, err
+	}
+	var n int64
+	if err == nil {
+		for _, b := range bufs {
+			n += int64(len(b))
+		}
+	}
+	s.readAt.count(n, err)
+	return size, err
 }
 
 // Size counts a request.

@@ -23,6 +23,7 @@ import (
 	"syscall"
 
 	"github.com/nczarrfs/nczarrfs/internal/fadvise"
+	"github.com/nczarrfs/nczarrfs/internal/vecio"
 	"github.com/nczarrfs/nczarrfs/zmap"
 )
 
@@ -112,6 +113,23 @@ func (s *Store) ReadAt(ctx context.Context, key string, p []byte, off int64) (in
 		return n, s.mapErr("readat", key, err)
 	}
 	return n, err
+}
+
+// ReadVec fills bufs with the bytes of the file named by key from offset
+// off on, with one preadv (zmap.VecReader).
+func (s *Store) ReadVec(ctx context.Context, key string, bufs [][]byte, off int64) (int64, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("file: readvec %q: negative offset %d", key, off)
+	}
+	f, size, err := s.open(ctx, "readvec", key)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	if err := vecio.ReadAt(f, bufs, off); err != nil {
+		return size, s.mapErr("readvec", key, err)
+	}
+	return size, nil
 }
 
 // WillNeed asks the kernel to start reading the file named by key into

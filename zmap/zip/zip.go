@@ -24,6 +24,7 @@ import (
 	"sync"
 
 	"github.com/nczarrfs/nczarrfs/internal/fadvise"
+	"github.com/nczarrfs/nczarrfs/internal/vecio"
 	"github.com/nczarrfs/nczarrfs/zmap"
 )
 
@@ -325,6 +326,40 @@ func (s *Store) ReadAt(ctx context.Context, key string, p []byte, off int64) (in
 		return n, io.EOF
 	}
 	return n, nil
+}
+
+// ReadVec fills bufs with the bytes of the entry key from offset off on,
+// with one preadv (zmap.VecReader): only for a stored (not compressed,
+// not encrypted) entry of an archive that is an open file; others fail
+// with errors.ErrUnsupported.
+func (s *Store) ReadVec(ctx context.Context, key string, bufs [][]byte, off int64) (int64, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("zip: readvec %q: negative offset %d", key, off)
+	}
+	o, err := s.lookup(ctx, "readvec", key)
+	if err != nil {
+		return 0, err
+	}
+	size := int64(o.f.UncompressedSize64)
+	f, ok := s.r.(*os.File)
+	if !ok || o.f.Method != stdzip.Store || o.f.Flags&flagEncrypted != 0 {
+		return size, fmt.Errorf("zip: readvec %q: a compressed entry: %w", key, errors.ErrUnsupported)
+	}
+	var n int64
+	for _, b := range bufs {
+		n += int64(len(b))
+	}
+	if n > size-off {
+		return size, fmt.Errorf("zip: readvec %q: %d bytes at %d of an entry of %d: %w", key, n, off, size, io.ErrUnexpectedEOF)
+	}
+	base, err := s.dataOffset(o)
+	if err == nil {
+		err = vecio.ReadAt(f, bufs, base+off)
+	}
+	if err != nil {
+		return size, fmt.Errorf("zip: readvec %q: %w", key, err)
+	}
+	return size, nil
 }
 
 // WillNeed asks the kernel to start reading the stored bytes of the entry

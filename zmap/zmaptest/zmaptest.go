@@ -127,10 +127,53 @@ func Run(t *testing.T, open OpenFunc) {
 	if wn, ok := store.(willNeeder); ok {
 		t.Run("WillNeed", func(t *testing.T) { testWillNeed(t, store, wn, objects) })
 	}
+	if vr, ok := store.(zmap.VecReader); ok {
+		t.Run("ReadVec", func(t *testing.T) { testReadVec(t, vr, objects) })
+	}
 	t.Run("EmptyStore", func(t *testing.T) {
 		empty := openStore(t, open, map[string][]byte{})
 		testEmptyStore(t, empty)
 	})
+}
+
+// testReadVec reads every object into buffers of several sizes at several
+// offsets: each call fills them with the object's bytes and returns its
+// size, or fails with errors.ErrUnsupported (a compressed zip entry).
+// Reading past the end fails with io.ErrUnexpectedEOF, a missing key with
+// ErrNotFound.
+func testReadVec(t *testing.T, vr zmap.VecReader, objects map[string][]byte) {
+	ctx := context.Background()
+	for _, key := range sortedKeys(objects) {
+		content := objects[key]
+		size := len(content)
+		for _, r := range []struct{ off, n, parts int }{
+			{0, size, 1}, {0, size, 3}, {size / 3, size - size/3, 2}, {size, 0, 1}, {size / 2, 0, 2},
+		} {
+			bufs := make([][]byte, r.parts)
+			for i := range bufs {
+				lo, hi := r.n*i/r.parts, r.n*(i+1)/r.parts
+				bufs[i] = make([]byte, hi-lo)
+			}
+			got, err := vr.ReadVec(ctx, key, bufs, int64(r.off))
+			switch {
+			case errors.Is(err, errors.ErrUnsupported):
+				continue
+			case err != nil:
+				t.Errorf("ReadVec(%q, %d parts of %d bytes at %d): %v", key, r.parts, r.n, r.off, err)
+			case got != int64(size):
+				t.Errorf("ReadVec(%q) returned size %d, want %d", key, got, size)
+			case !bytes.Equal(bytes.Join(bufs, nil), content[r.off:r.off+r.n]):
+				t.Errorf("ReadVec(%q, %d parts of %d bytes at %d) read other bytes than the object's", key, r.parts, r.n, r.off)
+			}
+		}
+		_, err := vr.ReadVec(ctx, key, [][]byte{make([]byte, 2), make([]byte, 2)}, int64(max(size-3, 0)))
+		if !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, errors.ErrUnsupported) {
+			t.Errorf("ReadVec(%q) of 4 bytes up to past the end: %v, want io.ErrUnexpectedEOF", key, err)
+		}
+	}
+	if _, err := vr.ReadVec(ctx, "no/such/key", [][]byte{make([]byte, 1)}, 0); !errors.Is(err, zmap.ErrNotFound) {
+		t.Errorf("ReadVec of a missing key: %v, want ErrNotFound", err)
+	}
 }
 
 // willNeeder is a store that takes hints of reads to come (file, zip).
