@@ -77,6 +77,9 @@ func (a *Array) readVec(ctx context.Context, p []byte, keys []string, ops []copy
 				return nil
 			case errors.Is(err, errors.ErrUnsupported):
 				return err
+			case err != nil && !errors.Is(err, io.ErrUnexpectedEOF):
+				// A failure (or this read's cancellation), not a size.
+				return fmt.Errorf("chunk %s: %w", keys[i], err)
 			case size != chunkBytes:
 				return fmt.Errorf("chunk %s: %w: stored %d bytes, want %d", keys[i], codec.ErrCorrupt, size, chunkBytes)
 			case err != nil:

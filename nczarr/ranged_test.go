@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -220,5 +221,42 @@ func TestVecReadOfWrongSizeChunkFails(t *testing.T) {
 				t.Errorf("ReadAt of chunk 0.0: %v", err)
 			}
 		})
+	}
+}
+
+// halfVecStore is a file store whose ReadVec cannot read chunk 0.1 (as a
+// zip store cannot read a compressed entry) and, for every other chunk,
+// waits until its read is cancelled.
+type halfVecStore struct{ *file.Store }
+
+func (s halfVecStore) ReadVec(ctx context.Context, key string, bufs [][]byte, off int64) (int64, error) {
+	if key == "0.1" {
+		return 0, fmt.Errorf("readvec %q: %w", key, errors.ErrUnsupported)
+	}
+	<-ctx.Done()
+	return 0, ctx.Err()
+}
+
+// TestVecReadsUnsupported: a store whose ReadVec turns out to be
+// unsupported for a chunk leaves the read, and every later one, to the
+// cache, even while its other chunks' reads are cancelled by that.
+func TestVecReadsUnsupported(t *testing.T) {
+	dir, want := rangedArray(t)
+	ctx := context.Background()
+	st, err := file.Open(filepath.Join(dir, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := nczarr.Open(ctx, halfVecStore{st}, nczarr.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := ds.Array("")
+	// Row 0, columns 0-199: chunk 0.0, then 0.1; then a whole row.
+	for _, r := range []struct{ off, n int64 }{{0, 800}, {1200 * 5, 1200}} {
+		buf := make([]byte, r.n)
+		if n, err := a.ReadAt(ctx, buf, r.off); err != nil || !bytes.Equal(buf[:n], want[r.off:r.off+r.n]) {
+			t.Errorf("ReadAt(%d, %d) = %d, %v; differs from zarr-python's values", r.off, r.n, n, err)
+		}
 	}
 }
