@@ -279,7 +279,7 @@ func TestFlagsAfterArguments(t *testing.T) {
 			t.Errorf("%s: mode %v uid %d gid %d; want %v 4321 8765", tt.path, info.Mode(), st.Uid, st.Gid, tt.mode)
 		}
 	}
-	if err := exec.Command("fusermount3", "-u", mnt).Run(); err != nil {
+	if err := unmount(t, mnt); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "final log line", func() bool {

@@ -445,14 +445,37 @@ func launch(t *testing.T, bin, mnt string, args []string) (*daemon, string) {
 	}
 }
 
+// unmount runs fusermount3 -u mnt, again while it answers that the mount
+// is busy, for up to unmountWait. A file this test process has just
+// closed can stay open a moment longer in a child that another test's
+// fork has not yet replaced by exec (every exec.Command copies the whole
+// descriptor table), and the kernel refuses the unmount until then.
+func unmount(t *testing.T, mnt string) error {
+	t.Helper()
+	deadline := time.Now().Add(unmountWait)
+	for tries := 1; ; tries++ {
+		msg, err := exec.Command("fusermount3", "-u", mnt).CombinedOutput()
+		if err == nil {
+			if tries > 1 {
+				t.Logf("fusermount3 -u %s: done at try %d", mnt, tries)
+			}
+			return nil
+		}
+		if !bytes.Contains(msg, []byte("busy")) || time.Now().After(deadline) {
+			return fmt.Errorf("fusermount3 -u %s (try %d): %v: %s", mnt, tries, err, msg)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // stopDaemon unmounts d's mountpoint (unless the daemon is gone already),
 // waits for it to exit and fails the test unless it exited 0.
 func stopDaemon(t *testing.T, d *daemon) {
 	t.Helper()
 	if !d.exited() {
 		if _, ok := mountedAt(d.mnt); ok {
-			if msg, err := exec.Command("fusermount3", "-u", d.mnt).CombinedOutput(); err != nil {
-				t.Errorf("fusermount3 -u %s: %v: %s", d.mnt, err, msg)
+			if err := unmount(t, d.mnt); err != nil {
+				t.Error(err)
 			}
 		}
 		if !d.wait(unmountWait) {

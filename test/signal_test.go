@@ -63,8 +63,8 @@ func TestSIGKILLRemount(t *testing.T) {
 	if _, ok := mountedAt(mnt); !ok {
 		t.Fatal("the mount vanished with the daemon; expected a dead mount until fusermount3 -u")
 	}
-	if msg, err := exec.Command("fusermount3", "-u", mnt).CombinedOutput(); err != nil {
-		t.Fatalf("fusermount3 -u on the dead mount: %v: %s", err, msg)
+	if err := unmount(t, mnt); err != nil {
+		t.Fatalf("on the dead mount: %v", err)
 	}
 	if _, ok := mountedAt(mnt); ok {
 		t.Fatal("still mounted after fusermount3 -u")
@@ -96,8 +96,8 @@ func TestSIGKILLWhileMounting(t *testing.T) {
 			_ = exec.Command("umount", "-f", d.mnt).Run()
 			t.Fatalf("kill %d: the daemon did not die within %v of SIGKILL right after mounting", i, mountWait)
 		}
-		if msg, err := exec.Command("fusermount3", "-u", d.mnt).CombinedOutput(); err != nil {
-			t.Fatalf("kill %d: fusermount3 -u on the dead mount: %v: %s", i, err, msg)
+		if err := unmount(t, d.mnt); err != nil {
+			t.Fatalf("kill %d: on the dead mount: %v", i, err)
 		}
 	}
 }
