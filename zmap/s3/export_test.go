@@ -7,3 +7,9 @@ func SetListPageSize(n int32) (restore func()) {
 	listPageSize = n
 	return func() { listPageSize = old }
 }
+
+// DecodeListV2 and DecodeListsFast expose the ListObjectsV2 decoder.
+var (
+	DecodeListV2    = decodeListV2
+	DecodeListsFast = decodeListsFast
+)

@@ -472,11 +472,12 @@ func modTime(t *time.Time) time.Time {
 	return t.UTC().Truncate(time.Second)
 }
 
-// nextPage fetches one listing page within the request timeout.
+// nextPage fetches one listing page within the request timeout, decoded
+// by decodeListsFast.
 func (s *Store) nextPage(ctx context.Context, pager *s3.ListObjectsV2Paginator) (*s3.ListObjectsV2Output, error) {
 	rctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	return pager.NextPage(rctx)
+	return pager.NextPage(rctx, s3.WithAPIOptions(decodeListsFast))
 }
 
 // Close drops the Store's idle connections. The Store must not be used
