@@ -54,11 +54,11 @@ type Dataset struct {
 
 	store  zmap.Store
 	cache  *cache.Cache
-	ahead  *queue     // read-ahead loads, in the order readers need them
-	hint   willNeeder // nil when the store reads nothing ahead on a hint
-	hints  *queue     // gives read-ahead's hints to hint, in order
-	vec    zmap.VecReader
-	noVec  atomic.Bool // vec said errors.ErrUnsupported: it cannot
+	ahead  *queue         // read-ahead loads, in the order readers need them
+	hint   willNeeder     // nil when the store reads nothing ahead on a hint
+	hints  *queue         // gives read-ahead's hints to hint, in order
+	vec    zmap.VecReader // nil when the store cannot read into several buffers
+	noVec  atomic.Bool    // vec said errors.ErrUnsupported: it cannot
 	log    *slog.Logger
 	par    int
 	groups map[string]*Group

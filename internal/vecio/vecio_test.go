@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -32,7 +33,7 @@ func TestReadAt(t *testing.T) {
 		{"one buffer", []int{100}, 5, nil},
 		{"several", []int{1, 0, 30, 7}, 0, nil},
 		{"to the end", []int{5000, 4990}, 10, nil},
-		{"more than one call takes", repeat(3, 2000), 1, nil},
+		{"more than one call takes", slices.Repeat([]int{3}, 2000), 1, nil},
 		{"past the end", []int{9000, 2000}, 0, io.ErrUnexpectedEOF},
 		{"at the end", []int{1}, 10000, io.ErrUnexpectedEOF},
 		{"none", nil, 0, nil},
@@ -66,12 +67,4 @@ func TestReadAt(t *testing.T) {
 			}
 		})
 	}
-}
-
-func repeat(n, count int) []int {
-	s := make([]int, count)
-	for i := range s {
-		s[i] = n
-	}
-	return s
 }

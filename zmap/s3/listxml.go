@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"time"
 	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -105,7 +104,7 @@ type readCloser struct {
 // every field the SDK's decoder fills from a body. It reports false for a
 // body it does not take.
 func decodeListV2(body []byte) (*s3.ListObjectsV2Output, bool) {
-	sc := scanner{b: body}
+	sc := &scanner{b: body}
 	// Before the root element: an XML declaration, comments, white space.
 	var root tok
 	for {
@@ -145,31 +144,31 @@ func decodeListV2(body []byte) (*s3.ListObjectsV2Output, bool) {
 			var p types.CommonPrefix
 			ok2 = sc.children(t, func(c tok) bool {
 				if equalFold(c.name, "Prefix") {
-					return sc.str(c, &p.Prefix)
+					return leaf(sc, &p.Prefix, text)
 				}
 				return sc.skip(c)
 			})
 			out.CommonPrefixes = append(out.CommonPrefixes, p)
 		case equalFold(name, "IsTruncated"):
-			ok2 = sc.bool(t, &out.IsTruncated)
+			ok2 = leaf(sc, &out.IsTruncated, strconv.ParseBool)
 		case equalFold(name, "NextContinuationToken"):
-			ok2 = sc.str(t, &out.NextContinuationToken)
+			ok2 = leaf(sc, &out.NextContinuationToken, text)
 		case equalFold(name, "ContinuationToken"):
-			ok2 = sc.str(t, &out.ContinuationToken)
+			ok2 = leaf(sc, &out.ContinuationToken, text)
 		case equalFold(name, "Name"):
-			ok2 = sc.str(t, &out.Name)
+			ok2 = leaf(sc, &out.Name, text)
 		case equalFold(name, "Prefix"):
-			ok2 = sc.str(t, &out.Prefix)
+			ok2 = leaf(sc, &out.Prefix, text)
 		case equalFold(name, "Delimiter"):
-			ok2 = sc.str(t, &out.Delimiter)
+			ok2 = leaf(sc, &out.Delimiter, text)
 		case equalFold(name, "StartAfter"):
-			ok2 = sc.str(t, &out.StartAfter)
+			ok2 = leaf(sc, &out.StartAfter, text)
 		case equalFold(name, "EncodingType"):
-			ok2 = sc.enum(t, (*string)(&out.EncodingType))
+			ok2 = enum(sc, &out.EncodingType)
 		case equalFold(name, "KeyCount"):
-			ok2 = sc.int32(t, &out.KeyCount)
+			ok2 = leaf(sc, &out.KeyCount, int32Of)
 		case equalFold(name, "MaxKeys"):
-			ok2 = sc.int32(t, &out.MaxKeys)
+			ok2 = leaf(sc, &out.MaxKeys, int32Of)
 		default:
 			ok2 = sc.skip(t)
 		}
@@ -183,20 +182,20 @@ func decodeListV2(body []byte) (*s3.ListObjectsV2Output, bool) {
 func (s *scanner) object(c tok, o *types.Object) bool {
 	switch {
 	case equalFold(c.name, "Key"):
-		return s.str(c, &o.Key)
+		return leaf(s, &o.Key, text)
 	case equalFold(c.name, "Size"):
-		return s.int64(c, &o.Size)
+		return leaf(s, &o.Size, int64Of)
 	case equalFold(c.name, "LastModified"):
-		return s.time(c, &o.LastModified)
+		return leaf(s, &o.LastModified, smithytime.ParseDateTime)
 	case equalFold(c.name, "ETag"):
-		return s.str(c, &o.ETag)
+		return leaf(s, &o.ETag, text)
 	case equalFold(c.name, "StorageClass"):
-		return s.enum(c, (*string)(&o.StorageClass))
+		return enum(s, &o.StorageClass)
 	case equalFold(c.name, "ChecksumType"):
-		return s.enum(c, (*string)(&o.ChecksumType))
+		return enum(s, &o.ChecksumType)
 	case equalFold(c.name, "ChecksumAlgorithm"):
 		var a types.ChecksumAlgorithm
-		if !s.enum(c, (*string)(&a)) {
+		if !enum(s, &a) {
 			return false
 		}
 		o.ChecksumAlgorithm = append(o.ChecksumAlgorithm, a)
@@ -208,9 +207,9 @@ func (s *scanner) object(c tok, o *types.Object) bool {
 		return s.children(c, func(c tok) bool {
 			switch {
 			case equalFold(c.name, "DisplayName"):
-				return s.str(c, &o.Owner.DisplayName)
+				return leaf(s, &o.Owner.DisplayName, text)
 			case equalFold(c.name, "ID"):
-				return s.str(c, &o.Owner.ID)
+				return leaf(s, &o.Owner.ID, text)
 			}
 			return s.skip(c)
 		})
@@ -221,9 +220,9 @@ func (s *scanner) object(c tok, o *types.Object) bool {
 		return s.children(c, func(c tok) bool {
 			switch {
 			case equalFold(c.name, "IsRestoreInProgress"):
-				return s.bool(c, &o.RestoreStatus.IsRestoreInProgress)
+				return leaf(s, &o.RestoreStatus.IsRestoreInProgress, strconv.ParseBool)
 			case equalFold(c.name, "RestoreExpiryDate"):
-				return s.time(c, &o.RestoreStatus.RestoreExpiryDate)
+				return leaf(s, &o.RestoreStatus.RestoreExpiryDate, smithytime.ParseDateTime)
 			}
 			return s.skip(c)
 		})
@@ -303,10 +302,7 @@ func (s *scanner) next() (tok, bool) {
 			return tok{}, false // DOCTYPE, CDATA: the SDK's decoder
 		case bytes.HasPrefix(rest, []byte("</")):
 			n := nameLen(rest[2:])
-			j := 2 + n
-			for j < len(rest) && isSpace(rest[j]) {
-				j++
-			}
+			j := skipSpace(rest, 2+n)
 			if n == 0 || j >= len(rest) || rest[j] != '>' || len(s.open) == 0 {
 				return tok{}, false
 			}
@@ -333,9 +329,7 @@ func (s *scanner) startTag(rest []byte) (tok, bool) {
 	j := 1 + n
 	for {
 		start := j
-		for j < len(rest) && isSpace(rest[j]) {
-			j++
-		}
+		j = skipSpace(rest, j)
 		if j >= len(rest) {
 			return tok{}, false
 		}
@@ -358,16 +352,12 @@ func (s *scanner) startTag(rest []byte) (tok, bool) {
 			return tok{}, false
 		}
 		j += an
-		for j < len(rest) && isSpace(rest[j]) {
-			j++
-		}
+		j = skipSpace(rest, j)
 		if j >= len(rest) || rest[j] != '=' {
 			return tok{}, false
 		}
 		j++
-		for j < len(rest) && isSpace(rest[j]) {
-			j++
-		}
+		j = skipSpace(rest, j)
 		if j >= len(rest) || (rest[j] != '"' && rest[j] != '\'') {
 			return tok{}, false
 		}
@@ -404,7 +394,7 @@ func (s *scanner) instruction(pi []byte) bool {
 	switch string(bytes.TrimSpace(pi[3:])) {
 	case `version="1.0"`, `version="1.0" encoding="UTF-8"`, `version="1.0" encoding="utf-8"`,
 		`version="1.0" encoding="UTF-8" standalone="yes"`:
-		return len(pi) > 3 && isSpace(pi[3])
+		return true
 	}
 	return false
 }
@@ -436,9 +426,9 @@ func (s *scanner) skip(t tok) bool {
 	return s.children(t, s.skip)
 }
 
-// value reads the text of the open element t through its end: empty for
-// <a/> and <a></a>, and false for anything but one text.
-func (s *scanner) value(t tok) ([]byte, bool) {
+// value reads the text of the element just opened through its end:
+// empty for <a/> and <a></a>, and false for anything but one text.
+func (s *scanner) value() ([]byte, bool) {
 	c, ok := s.next()
 	if !ok {
 		return nil, false
@@ -460,71 +450,40 @@ func (s *scanner) value(t tok) ([]byte, bool) {
 	return c.text, true
 }
 
-func (s *scanner) str(t tok, dst **string) bool {
-	v, ok := s.value(t)
+// leaf decodes the text of the element just opened with parse into a new
+// value at *dst, as the SDK fills a field.
+func leaf[T any](s *scanner, dst **T, parse func(string) (T, error)) bool {
+	v, ok := s.value()
+	if !ok {
+		return false
+	}
+	x, err := parse(string(v))
+	if err != nil {
+		return false
+	}
+	*dst = &x
+	return true
+}
+
+// enum sets *dst to the text of the element just opened (a string-valued
+// type of the SDK, set as a value, not a pointer).
+func enum[T ~string](s *scanner, dst *T) bool {
+	v, ok := s.value()
 	if ok {
-		str := string(v)
-		*dst = &str
+		*dst = T(v)
 	}
 	return ok
 }
 
-// enum sets *dst to the text of t (a string-valued type of the SDK).
-func (s *scanner) enum(t tok, dst *string) bool {
-	v, ok := s.value(t)
-	if ok {
-		*dst = string(v)
-	}
-	return ok
-}
+// The parsers of leaf, converting as the SDK converts.
 
-func (s *scanner) int64(t tok, dst **int64) bool {
-	v, ok := s.value(t)
-	if !ok {
-		return false
-	}
-	n, err := strconv.ParseInt(string(v), 10, 64)
-	if err != nil {
-		return false
-	}
-	*dst = &n
-	return true
-}
+func text(v string) (string, error) { return v, nil }
 
-func (s *scanner) int32(t tok, dst **int32) bool {
-	var n *int64
-	if !s.int64(t, &n) {
-		return false
-	}
-	v := int32(*n) // as the SDK converts
-	*dst = &v
-	return true
-}
+func int64Of(v string) (int64, error) { return strconv.ParseInt(v, 10, 64) }
 
-func (s *scanner) bool(t tok, dst **bool) bool {
-	v, ok := s.value(t)
-	if !ok {
-		return false
-	}
-	b, err := strconv.ParseBool(string(v))
-	if err != nil {
-		return false
-	}
-	*dst = &b
-	return true
-}
-
-func (s *scanner) time(t tok, dst **time.Time) bool {
-	v, ok := s.value(t)
-	if !ok {
-		return false
-	}
-	tm, err := smithytime.ParseDateTime(string(v))
-	if err != nil {
-		return false
-	}
-	*dst = &tm
-	return true
+func int32Of(v string) (int32, error) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	return int32(n), err
 }
 
 // nameLen is the length of the element name at the start of b: ASCII
@@ -559,26 +518,17 @@ func attrNameLen(b []byte) int {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-// equalFold reports whether name equals s without regard to ASCII case,
-// as the SDK matches element names.
-func equalFold(name []byte, s string) bool {
-	if len(name) != len(s) {
-		return false
+// skipSpace returns the index of the first byte at or after j in b that
+// is not white space.
+func skipSpace(b []byte, j int) int {
+	for j < len(b) && isSpace(b[j]) {
+		j++
 	}
-	for i := range len(name) {
-		if lower(name[i]) != lower(s[i]) {
-			return false
-		}
-	}
-	return true
+	return j
 }
 
-func lower(c byte) byte {
-	if 'A' <= c && c <= 'Z' {
-		return c + 'a' - 'A'
-	}
-	return c
-}
+// equalFold matches an element name as the SDK does (strings.EqualFold).
+func equalFold(name []byte, s string) bool { return bytes.EqualFold(name, []byte(s)) }
 
 // validText reports whether b is UTF-8 made of characters XML allows.
 func validText(b []byte) bool {
