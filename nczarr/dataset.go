@@ -160,10 +160,11 @@ func Open(ctx context.Context, store zmap.Store, opts Options) (*Dataset, error)
 		} else if !errors.Is(err, zmap.ErrNotFound) {
 			return nil, err
 		}
-		if err := w.implicitRoot(ctx); err != nil {
+		done, err := w.implicitRoot(ctx)
+		if err != nil {
 			return nil, err
 		}
-		if d.Consolidated {
+		if done {
 			return d, nil
 		}
 	}
