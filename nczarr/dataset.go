@@ -165,6 +165,9 @@ func Open(ctx context.Context, store zmap.Store, opts Options) (*Dataset, error)
 			return nil, err
 		}
 		if done {
+			if d.Consolidated {
+				w.yieldToObjects(ctx)
+			}
 			return d, nil
 		}
 	}
@@ -176,6 +179,7 @@ func Open(ctx context.Context, store zmap.Store, opts Options) (*Dataset, error)
 		}
 		if ok {
 			d.Consolidated = true
+			w.yieldToObjects(ctx)
 			return d, nil
 		}
 	}

@@ -40,6 +40,7 @@ func (w *walker) openV3(ctx context.Context) (ok bool, err error) {
 	}
 	if w.consolidatedV3(doc) {
 		d.Consolidated = true
+		w.yieldToObjects(ctx)
 		return true, nil
 	}
 	w.groupV3(ctx, "", doc)
