@@ -89,6 +89,9 @@ func parseShardSpec(cfg json.RawMessage, shape []int64, dt DType) (*shardSpec, e
 	if s.inner, err = parseV3Pipeline(inner, c.ChunkShape, dt); err != nil {
 		return nil, err
 	}
+	if s.inner.shard != nil && (len(s.inner.perms) > 0 || len(s.inner.whole) > 0) {
+		return nil, fmt.Errorf("codecs: transpose before or bytes-to-bytes codecs after a nested sharding_indexed are not supported")
+	}
 	index, err := parseV3Codecs(indexCodecs, "index_codecs")
 	if err != nil {
 		return nil, err
@@ -181,6 +184,14 @@ func (a *Array) locateInner(ctx context.Context, key string, idx []int64) (r reg
 	for d := range rank {
 		rel[d] = (idx[d] * a.Meta.Chunks[d]) % v.gridShape[d]
 	}
+	if v.outer != nil {
+		// The shard's inner chunks are laid out in the transposed axes.
+		t := make([]int64, rank)
+		for k, ax := range v.outer {
+			t[k] = rel[ax]
+		}
+		rel = t
+	}
 	r = region{key: key, n: -1}
 	p := v.pipe
 	for p.shard != nil {
@@ -224,7 +235,7 @@ func (a *Array) shardIndex(ctx context.Context, s *shardSpec, r region) (shardIn
 
 func (a *Array) loadShardIndex(ctx context.Context, s *shardSpec, r region) ([]byte, error) {
 	if r.n < 0 {
-		size, err := a.d.store.Size(ctx, r.key)
+		size, err := a.regionSize(ctx, r.key)
 		if err != nil {
 			if isNotFound(err) {
 				return nil, nil
@@ -241,7 +252,7 @@ func (a *Array) loadShardIndex(ctx context.Context, s *shardSpec, r region) ([]b
 		off += r.n - s.indexLen
 	}
 	raw := make([]byte, s.indexLen)
-	if err := a.readFull(ctx, r.key, raw, off); err != nil {
+	if err := a.readRegion(ctx, r.key, raw, off); err != nil {
 		if isNotFound(err) {
 			return nil, nil
 		}
@@ -271,3 +282,65 @@ func (a *Array) readFull(ctx context.Context, key string, p []byte, off int64) e
 }
 
 func isNotFound(err error) bool { return errors.Is(err, zmap.ErrNotFound) }
+
+// readRegion reads exactly len(p) bytes at off of the shard stored as key:
+// of the stored object, or when the shard went through bytes-to-bytes
+// codecs (a crc32c of the whole shard), of the decoded shard.
+func (a *Array) readRegion(ctx context.Context, key string, p []byte, off int64) error {
+	if len(a.v3.pipe.whole) == 0 {
+		return a.readFull(ctx, key, p, off)
+	}
+	b, err := a.wholeShard(ctx, key)
+	if err != nil {
+		return err
+	}
+	if b == nil {
+		return fmt.Errorf("shard %s: %w", key, zmap.ErrNotFound)
+	}
+	if off < 0 || off > int64(len(b)) || int64(len(p)) > int64(len(b))-off {
+		return fmt.Errorf("%w: %d bytes at %d of a shard of %d", codec.ErrCorrupt, len(p), off, len(b))
+	}
+	copy(p, b[off:])
+	return nil
+}
+
+// regionSize is the size of the shard stored as key, decoded when it went
+// through bytes-to-bytes codecs.
+func (a *Array) regionSize(ctx context.Context, key string) (int64, error) {
+	if len(a.v3.pipe.whole) == 0 {
+		return a.d.store.Size(ctx, key)
+	}
+	b, err := a.wholeShard(ctx, key)
+	if err != nil {
+		return 0, err
+	}
+	if b == nil {
+		return 0, fmt.Errorf("shard %s: %w", key, zmap.ErrNotFound)
+	}
+	return int64(len(b)), nil
+}
+
+// wholeShard reads the shard stored as key whole and decodes it with the
+// bytes-to-bytes codecs after sharding_indexed; nil when it is not stored.
+// It is cached like a chunk, under a key no chunk has.
+func (a *Array) wholeShard(ctx context.Context, key string) ([]byte, error) {
+	load := func(ctx context.Context) ([]byte, error) {
+		b, err := a.d.store.Get(ctx, key)
+		if isNotFound(err) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("shard %s: %w", key, err)
+		}
+		for _, c := range a.v3.pipe.whole {
+			if b, err = c.Decode(nil, b, -1, maxChunkBytes); err != nil {
+				return nil, fmt.Errorf("shard %s: %w", key, err)
+			}
+		}
+		return b, nil
+	}
+	if a.d.cache == nil {
+		return load(ctx)
+	}
+	return a.d.cache.Get(ctx, key+"#whole", load)
+}

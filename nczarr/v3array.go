@@ -84,15 +84,27 @@ func (a *Array) initV3(doc object) error {
 	if err != nil {
 		return err
 	}
-	// The read path's grid is that of the innermost chunks.
+	// The read path's grid is that of the innermost chunks. Transposes
+	// before sharding_indexed make the shard's grid of inner chunks one of
+	// the transposed shard: in the array's axes an inner chunk is a block
+	// of the inverse-permuted shape.
 	chunks, leaf := gridShape, pipe
 	for leaf.shard != nil {
 		chunks, leaf = leaf.shard.chunks, leaf.shard.inner
 	}
+	inner := chunks
+	var outer []int // axis k of the transposed shard is axis outer[k] of the array's
+	if pipe.shard != nil && len(pipe.perms) > 0 {
+		outer = composePerms(pipe.perms, len(shape))
+		chunks = make([]int64, len(inner))
+		for k, ax := range outer {
+			chunks[ax] = inner[k]
+		}
+	}
 	dt.BigEndian = leaf.bigEndian && dt.Size > 1 && dt.Kind != 'V' && dt.Kind != 'b'
 	dt.Str = numpyDType(dt)
 	a.Meta = Meta{Shape: shape, Chunks: chunks, DType: dt, Order: 'C', Separator: keys.sep, Fill: doc["fill_value"]}
-	a.v3 = &v3Array{keys: keys, pipe: pipe, gridShape: gridShape, codecs: codecs}
+	a.v3 = &v3Array{keys: keys, pipe: pipe, gridShape: gridShape, codecs: codecs, inner: inner, outer: outer}
 	a.ItemSize = dt.Size
 	a.swap = dt.swapUnit()
 	a.Chain = leaf.chain
@@ -206,12 +218,12 @@ func (a *Array) loadV3(ctx context.Context, key string, alloc cache.Alloc, cpu c
 				return nil, fmt.Errorf("chunk %s: %w: stored %d bytes, want %d", key, codec.ErrCorrupt, r.n, size)
 			}
 			data = alloc(size)[:size]
-			if err := a.readFull(ctx, r.key, data, r.off); err != nil {
+			if err := a.readRegion(ctx, r.key, data, r.off); err != nil {
 				return nil, fmt.Errorf("chunk %s: %d bytes at %d: %w", key, r.n, r.off, err)
 			}
 		} else {
 			raw, put := pooledBuffer(int(r.n))
-			if err := a.readFull(ctx, r.key, raw, r.off); err != nil {
+			if err := a.readRegion(ctx, r.key, raw, r.off); err != nil {
 				put()
 				return nil, fmt.Errorf("chunk %s: %d bytes at %d: %w", key, r.n, r.off, err)
 			}
@@ -224,9 +236,29 @@ func (a *Array) loadV3(ctx context.Context, key string, alloc cache.Alloc, cpu c
 		swapBytes(data, a.swap)
 	}
 	if len(leaf.perms) > 0 {
-		data = untranspose(data, a.Meta.Chunks, leaf.perms, a.ItemSize)
+		data = untranspose(data, a.v3.inner, leaf.perms, a.ItemSize)
+	}
+	if a.v3.outer != nil {
+		data = untranspose(data, a.Meta.Chunks, a.v3.pipe.perms, a.ItemSize)
 	}
 	return data, nil
+}
+
+// composePerms is the one permutation the transposes perms (in encoding
+// order) make together: axis k of the result is axis out[k] of the input.
+func composePerms(perms [][]int, rank int) []int {
+	out := make([]int, rank)
+	for k := range out {
+		out[k] = k
+	}
+	for _, p := range perms {
+		next := make([]int, rank)
+		for k, x := range p {
+			next[k] = out[x]
+		}
+		out = next
+	}
+	return out
 }
 
 // untranspose undoes a chunk's transpose codecs (perms in encoding order)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -27,6 +28,8 @@ type v3Array struct {
 	pipe      *v3Pipeline
 	gridShape []int64 // the chunk_grid's chunk shape: the shard shape when sharded
 	codecs    []v3Codec
+	inner     []int64 // the innermost chunks' shape, in the axes of the (transposed) shard
+	outer     []int   // nil, or the transposes before sharding_indexed as one permutation
 }
 
 // CodecV3 is one entry of a Zarr v3 array's "codecs" list.
@@ -82,6 +85,9 @@ type v3Pipeline struct {
 	bigEndian bool    // the bytes codec's endian
 	shard     *shardSpec
 	chain     *codec.Chain // the bytes-to-bytes codecs
+	// whole decodes a shard stored through bytes-to-bytes codecs (chain),
+	// one step at a time in decoding order: such a shard is read whole.
+	whole []codec.Codec
 }
 
 // v3Codec is one entry of a "codecs" list.
@@ -162,9 +168,6 @@ func parseV3Pipeline(codecs []v3Codec, shape []int64, dt DType) (*v3Pipeline, er
 			if phase != 0 {
 				return nil, fmt.Errorf("two array-to-bytes codecs")
 			}
-			if len(p.perms) > 0 {
-				return nil, fmt.Errorf("transpose before sharding_indexed is not supported")
-			}
 			phase = 1
 			s, err := parseShardSpec(c.Config, shape, dt)
 			if err != nil {
@@ -185,12 +188,18 @@ func parseV3Pipeline(codecs []v3Codec, shape []int64, dt DType) (*v3Pipeline, er
 	if phase == 0 {
 		return nil, fmt.Errorf("codecs %v have no array-to-bytes codec (bytes or sharding_indexed)", names(codecs))
 	}
-	if p.shard != nil && len(bytesToBytes) > 0 {
-		return nil, fmt.Errorf("bytes-to-bytes codecs after sharding_indexed are not supported")
-	}
 	var err error
 	if p.chain, err = codec.NewChain(bytesToBytes, nil, codec.ItemSize(dt.Size)); err != nil {
 		return nil, err
+	}
+	if p.shard != nil {
+		for _, cfg := range slices.Backward(bytesToBytes) {
+			c, err := codec.Lookup(cfg)
+			if err != nil {
+				return nil, err
+			}
+			p.whole = append(p.whole, c)
+		}
 	}
 	return p, nil
 }
