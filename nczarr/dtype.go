@@ -21,6 +21,12 @@ type DType struct {
 	Kind      byte   // numpy kind: b i u f c M m S U V O
 	BigEndian bool
 	Size      int // bytes per element as stored; 0 for "|O"
+	// Unit is a Zarr v3 datetime64 or timedelta64 unit, with its scale
+	// ("ns", "10us"); "" for generic and for other kinds.
+	Unit string
+	// Fields are the fields of a Zarr v3 struct, in order and packed;
+	// nil for other types.
+	Fields []Field
 }
 
 // ParseDType parses a .zarray "dtype" member.

@@ -80,6 +80,9 @@ func (a *Array) initV3(doc object) error {
 	if err != nil {
 		return err
 	}
+	if dt.Kind == 'O' {
+		return a.initObjectsV3(doc, shape, gridShape, keys, codecs, dt)
+	}
 	pipe, err := parseV3Pipeline(codecs, gridShape, dt)
 	if err != nil {
 		return err
@@ -101,7 +104,14 @@ func (a *Array) initV3(doc object) error {
 			chunks[ax] = inner[k]
 		}
 	}
-	dt.BigEndian = leaf.bigEndian && dt.Size > 1 && dt.Kind != 'V' && dt.Kind != 'b'
+	dt.BigEndian = leaf.bigEndian && dt.Size > 1 && dt.Kind != 'V' && dt.Kind != 'b' && dt.Kind != 'S'
+	if leaf.bigEndian && len(dt.Fields) > 0 {
+		for _, f := range dt.Fields {
+			if f.DType.swapUnit() > 0 || f.DType.Size > 1 && f.DType.Kind != 'S' && f.DType.Kind != 'V' && f.DType.Kind != 'b' {
+				return fmt.Errorf("data_type struct with multi-byte fields stored big-endian is not supported")
+			}
+		}
+	}
 	dt.Str = numpyDType(dt)
 	a.Meta = Meta{Shape: shape, Chunks: chunks, DType: dt, Order: 'C', Separator: keys.sep, Fill: doc["fill_value"]}
 	a.v3 = &v3Array{keys: keys, pipe: pipe, gridShape: gridShape, codecs: codecs, inner: inner, outer: outer}
@@ -126,6 +136,53 @@ func (a *Array) initV3(doc object) error {
 	if a.chunkElems <= 0 || a.chunkElems > maxChunkBytes/int64(a.ItemSize) {
 		return fmt.Errorf("chunks %v hold more than %d bytes", chunks, maxChunkBytes)
 	}
+	return nil
+}
+
+// initObjectsV3 sets up an array of a variable-length type (string,
+// variable_length_bytes, bytes): its array-to-bytes codec is vlen-utf8 or
+// vlen-bytes, the rest bytes-to-bytes codecs; like a v2 object array it
+// has no data, only JSON.
+func (a *Array) initObjectsV3(doc object, shape, chunks []int64, keys keyEncoding, codecs []v3Codec, dt DType) error {
+	want := "vlen-bytes"
+	if dt.Str == "string" {
+		want = "vlen-utf8"
+	}
+	if len(codecs) == 0 || strings.TrimPrefix(codecs[0].Name, "numcodecs.") != want {
+		return fmt.Errorf("data_type %s needs %s as its first codec; codecs are %v", dt.Str, want, names(codecs))
+	}
+	o := &objects{codec: want}
+	for _, c := range codecs[1:] {
+		cfg, err := codec.V3Config(c.Name, c.Config)
+		if err != nil {
+			return err
+		}
+		step, err := codec.Lookup(cfg)
+		if err != nil {
+			return err
+		}
+		o.steps = append(o.steps, step)
+	}
+	fill := doc["fill_value"]
+	if s, ok := fill.(string); ok && want == "vlen-bytes" {
+		// A bytes fill is base64 of the bytes, as data.json spells bytes.
+		if _, ok := pyBase64(s); !ok {
+			return fmt.Errorf("fill_value %q is not base64", s)
+		}
+	}
+	var err error
+	if o.fill, err = json.Marshal(fill); err != nil {
+		return err
+	}
+	a.Meta = Meta{Shape: shape, Chunks: chunks, DType: dt, Order: 'C', Separator: keys.sep, Fill: fill}
+	a.v3 = &v3Array{keys: keys, pipe: &v3Pipeline{}, gridShape: chunks, codecs: codecs, inner: chunks}
+	a.DimNames = v3DimNames(doc.obj("attributes"), doc["dimension_names"], shape)
+	n, ok := product(shape)
+	a.chunkElems, _ = product(chunks)
+	if !ok || n > maxObjectsJSON/4 || a.chunkElems <= 0 || a.chunkElems > maxChunkBytes/4 {
+		return fmt.Errorf("shape %v or chunks %v are too large for a variable-length array", shape, chunks)
+	}
+	a.objects = o
 	return nil
 }
 
@@ -333,12 +390,24 @@ func (o object) nodeType() string {
 // its stored byte order: "<i4", ">f8", "|b1", "|V3". The describe package
 // and info.json's stored_dtype take that form.
 func numpyDType(d DType) string {
+	if len(d.Fields) > 0 {
+		return structDescr(d.Fields)
+	}
 	order := byte('<')
 	switch {
-	case d.Size == 1 || d.Kind == 'V' || d.Kind == 'b':
+	case d.Size == 1 || d.Kind == 'V' || d.Kind == 'b' || d.Kind == 'S':
 		order = '|'
 	case d.BigEndian:
 		order = '>'
+	}
+	switch d.Kind {
+	case 'U':
+		return fmt.Sprintf("%cU%d", order, d.Size/4)
+	case 'M', 'm':
+		if d.Unit == "" {
+			return fmt.Sprintf("%c%c8", order, d.Kind)
+		}
+		return fmt.Sprintf("%c%c8[%s]", order, d.Kind, d.Unit)
 	}
 	return fmt.Sprintf("%c%c%d", order, d.Kind, d.Size)
 }

@@ -261,9 +261,12 @@ func permute(shape []int64, perm []int) []int64 {
 // v3DType maps a v3 data_type name onto a DType (byte order is set later,
 // from the bytes codec).
 func v3DType(v any) (DType, error) {
+	if d, ok, err := v3ExtDType(v); ok {
+		return d, err
+	}
 	name, ok := v.(string)
 	if !ok {
-		return DType{}, fmt.Errorf("data_type %v is not supported (only the core data types)", v)
+		return DType{}, fmt.Errorf("data_type %v is not supported", v)
 	}
 	d := DType{Str: name}
 	switch {
@@ -309,7 +312,16 @@ func v3Fill(d DType, v any) ([]byte, error) {
 	if v == nil {
 		return make([]byte, d.Size), nil // not the spec's, but zeros as v2 reads null
 	}
+	if len(d.Fields) > 0 {
+		return structFill(d, v)
+	}
 	switch d.Kind {
+	case 'S':
+		return base64Fill(d, v)
+	case 'U':
+		if _, ok := v.(string); !ok {
+			return bad()
+		}
 	case 'f':
 		if s, ok := v.(string); ok && strings.HasPrefix(s, "0x") {
 			return hexFloat(s, d.Size)
@@ -330,6 +342,9 @@ func v3Fill(d DType, v any) ([]byte, error) {
 		}
 		return out, nil
 	case 'V':
+		if _, ok := v.(string); ok {
+			return base64Fill(d, v) // raw_bytes
+		}
 		list, ok := v.([]any)
 		if !ok {
 			if v == nil {
@@ -389,4 +404,17 @@ func hexFloat(s string, size int) ([]byte, error) {
 	out := make([]byte, 8)
 	binary.LittleEndian.PutUint64(out, u)
 	return out[:size], nil
+}
+
+// base64Fill reads the fill of null_terminated_bytes and raw_bytes: base64
+// of at most the element's bytes, zero-padded.
+func base64Fill(d DType, v any) ([]byte, error) {
+	s, ok := v.(string)
+	b, ok2 := pyBase64(s)
+	if !ok || !ok2 || len(b) > d.Size {
+		return nil, fmt.Errorf("fill_value %v is not base64 of at most %d bytes", v, d.Size)
+	}
+	out := make([]byte, d.Size)
+	copy(out, b)
+	return out, nil
 }
