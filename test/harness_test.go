@@ -87,8 +87,8 @@ type array struct {
 	Expected string  `json:"expected"` // relative to the set's Dir; "" for error arrays
 	// JSON is, for a variable-length array (served as data.json, not
 	// data), its expected data.json relative to the set's Dir.
-	JSON string `json:"json"`
-	Error    bool    `json:"error"`
+	JSON  string `json:"json"`
+	Error bool   `json:"error"`
 }
 
 // TreePath is the absolute path of the dataset's directory tree.
