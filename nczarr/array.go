@@ -47,6 +47,7 @@ type Array struct {
 	v3         *v3Array   // set for Zarr v3 arrays (v3array.go)
 	objects    *objects   // set for dtype "|O" (vlen.go)
 	elems      *elemCodec // set for other dtypes stored through json2 or msgpack2
+	dimRefs    []string   // NCZarr v3 dimension_references, as written
 }
 
 func newArray(d *Dataset, path string, zarray []byte, zattrs, v1 object) *Array {
@@ -205,6 +206,11 @@ func (a *Array) loadElems(ctx context.Context, key string, alloc cache.Alloc, cp
 	return out, nil
 }
 
+// AnonymousDim is the name of an unnamed dimension of size n, as ncdump
+// (netcdf-c 4.9.0) prints it for a pure Zarr array without
+// _ARRAY_DIMENSIONS: "_zdim_16". header.cdl, info.json and ls all use it.
+func AnonymousDim(n int64) string { return "_zdim_" + strconv.FormatInt(n, 10) }
+
 // dimNames names an array's dimensions the way netcdf-c would.
 func dimNames(refs []string, zattrs object, shape []int64) []string {
 	if len(refs) == len(shape) && len(refs) > 0 {
@@ -219,7 +225,7 @@ func dimNames(refs []string, zattrs object, shape []int64) []string {
 	}
 	out := make([]string, len(shape))
 	for i, n := range shape {
-		out[i] = "_Anonymous_Dimension_" + strconv.FormatInt(n, 10)
+		out[i] = AnonymousDim(n)
 	}
 	return out
 }

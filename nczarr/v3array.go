@@ -120,6 +120,9 @@ func (a *Array) initV3(doc object) error {
 	a.Chain = leaf.chain
 	attrs := doc.obj("attributes")
 	a.DimNames = v3DimNames(attrs, doc["dimension_names"], shape)
+	if info, ok := parseArrayInfo(attrs.obj("_nczarr_array")); ok {
+		a.dimRefs = info.DimRefs
+	}
 
 	if a.fill, err = v3Fill(dt, doc["fill_value"]); err != nil {
 		return err

@@ -175,7 +175,40 @@ func (d *Dataset) layoutV3(ctx context.Context, path string, def Layout) (Layout
 	}
 	l.Arrays = ordered(ms, []string{"arrays", "vars"}, path, g.Arrays)
 	l.Groups = ordered(ms, []string{"subgroups", "groups"}, path, g.Groups)
+	l.Dims = d.undeclaredDims(path, l.Dims)
 	return l, nil
+}
+
+// undeclaredDims adds to dims, the dimensions declared in the NCZarr v3
+// group at path, those that arrays of the dataset reference in that group
+// (dimension_references "/path/name") without any declaration, with the
+// size of the array's axis: netcdf-c writes such references for anonymous
+// dimensions, and header.cdl must declare every dimension it uses.
+func (d *Dataset) undeclaredDims(path string, dims []NamedDim) []NamedDim {
+	seen := map[string]bool{}
+	for _, x := range dims {
+		seen[x.Name] = true
+	}
+	for _, p := range sortedKeys(d.arrays) {
+		a := d.arrays[p]
+		if a.Err != nil || len(a.dimRefs) != len(a.Meta.Shape) {
+			continue
+		}
+		for i, ref := range a.dimRefs {
+			dir, name := splitKey(strings.TrimPrefix(ref, "/"))
+			if dir != path || seen[name] {
+				continue
+			}
+			if g := d.groups[dir]; g != nil {
+				if _, declared := g.Dims[name]; declared {
+					continue
+				}
+			}
+			seen[name] = true
+			dims = append(dims, NamedDim{Name: name, Dim: Dim{Size: a.Meta.Shape[i]}})
+		}
+	}
+	return dims
 }
 
 // v3RootDims collects the dimensions of the arrays under path, depth
@@ -191,9 +224,6 @@ func (d *Dataset) v3RootDims(path string, dims []NamedDim, seen map[string]bool)
 			continue
 		}
 		for i, n := range a.DimNames {
-			if s, ok := strings.CutPrefix(n, "_Anonymous_Dimension_"); ok {
-				n = "_zdim_" + s
-			}
 			if !seen[n] {
 				seen[n] = true
 				dims = append(dims, NamedDim{Name: n, Dim: Dim{Size: a.Meta.Shape[i]}})
