@@ -2,6 +2,7 @@ package nczarr
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -78,7 +79,7 @@ func newArray(d *Dataset, path string, zarray []byte, zattrs, v1 object) *Array 
 	}
 
 	a.ItemSize = meta.DType.Size
-	a.swap = meta.DType.swapUnit()
+	a.swap = meta.DType.SwapUnit()
 	if d.Generation != PureZarr && meta.DType.Kind == 'U' && meta.DType.Size == 4 {
 		// netcdf-c 4.8-4.9.0 wrote NC_CHAR as "<U1" with one byte a char.
 		a.ItemSize, a.swap = 1, 0
@@ -94,7 +95,7 @@ func newArray(d *Dataset, path string, zarray []byte, zattrs, v1 object) *Array 
 	if list, ok := fill.([]any); ok && len(list) == 1 && meta.DType.Kind != 'c' {
 		fill = list[0] // NCZarr V1 writes a one-element list
 	}
-	if a.fill, err = meta.DType.encodeFill(fill, a.ItemSize); err != nil {
+	if a.fill, err = meta.DType.EncodeFill(fill, a.ItemSize); err != nil {
 		a.Err = fmt.Errorf("%s: %w", key, err)
 		return a
 	}
@@ -197,7 +198,7 @@ func (a *Array) loadElems(ctx context.Context, key string, alloc cache.Alloc, cp
 		if err := decodeJSON(e, &v); err != nil {
 			return nil, fmt.Errorf("chunk %s: %w: element %d: %w", key, codec.ErrCorrupt, i, err)
 		}
-		b, err := a.Meta.DType.encodeFill(v, is)
+		b, err := a.Meta.DType.EncodeFill(v, is)
 		if err != nil {
 			return nil, fmt.Errorf("chunk %s: %w: element %d: %w", key, codec.ErrCorrupt, i, err)
 		}
@@ -670,4 +671,22 @@ func fortranToC(src []byte, shape []int64, is int) []byte {
 		perm[k] = len(shape) - 1 - k
 	}
 	return transposeBack(src, shape, perm, is)
+}
+
+// swapBytes reverses every unit-byte group of b in place.
+func swapBytes(b []byte, unit int) {
+	switch unit {
+	case 2:
+		for i := 0; i+1 < len(b); i += 2 {
+			b[i], b[i+1] = b[i+1], b[i]
+		}
+	case 4:
+		for i := 0; i+3 < len(b); i += 4 {
+			binary.LittleEndian.PutUint32(b[i:], binary.BigEndian.Uint32(b[i:]))
+		}
+	case 8:
+		for i := 0; i+7 < len(b); i += 8 {
+			binary.LittleEndian.PutUint64(b[i:], binary.BigEndian.Uint64(b[i:]))
+		}
+	}
 }

@@ -3,6 +3,7 @@ package nczarr
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/nczarrfs/nczarrfs/nczarr/dtype"
 	"strconv"
 	"strings"
 )
@@ -195,7 +196,7 @@ func parseZarray(data []byte) (Meta, object, error) {
 	if err != nil {
 		return m, o, err
 	}
-	if m.DType, err = ParseDType(raw); err != nil {
+	if m.DType, err = dtype.Parse(raw); err != nil {
 		return m, o, err
 	}
 	switch ord, _ := o["order"].(string); ord {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/nczarrfs/nczarrfs/nczarr/dtype"
 	"math"
 	"strings"
 
@@ -52,7 +53,7 @@ func (a *Array) initV3(doc object) error {
 	if err != nil {
 		return err
 	}
-	dt, err := v3DType(doc["data_type"])
+	dt, err := dtype.ParseV3(doc["data_type"])
 	if err != nil {
 		return err
 	}
@@ -107,16 +108,16 @@ func (a *Array) initV3(doc object) error {
 	dt.BigEndian = leaf.bigEndian && dt.Size > 1 && dt.Kind != 'V' && dt.Kind != 'b' && dt.Kind != 'S'
 	if leaf.bigEndian && len(dt.Fields) > 0 {
 		for _, f := range dt.Fields {
-			if f.DType.swapUnit() > 0 || f.DType.Size > 1 && f.DType.Kind != 'S' && f.DType.Kind != 'V' && f.DType.Kind != 'b' {
+			if f.DType.SwapUnit() > 0 || f.DType.Size > 1 && f.DType.Kind != 'S' && f.DType.Kind != 'V' && f.DType.Kind != 'b' {
 				return fmt.Errorf("data_type struct with multi-byte fields stored big-endian is not supported")
 			}
 		}
 	}
-	dt.Str = numpyDType(dt)
+	dt.Str = dt.Numpy()
 	a.Meta = Meta{Shape: shape, Chunks: chunks, DType: dt, Order: 'C', Separator: keys.sep, Fill: doc["fill_value"]}
 	a.v3 = &v3Array{keys: keys, pipe: pipe, gridShape: gridShape, codecs: codecs, inner: inner, outer: outer}
 	a.ItemSize = dt.Size
-	a.swap = dt.swapUnit()
+	a.swap = dt.SwapUnit()
 	a.Chain = leaf.chain
 	attrs := doc.obj("attributes")
 	a.DimNames = v3DimNames(attrs, doc["dimension_names"], shape)
@@ -124,7 +125,7 @@ func (a *Array) initV3(doc object) error {
 		a.dimRefs = info.DimRefs
 	}
 
-	if a.fill, err = v3Fill(dt, doc["fill_value"]); err != nil {
+	if a.fill, err = dtype.FillV3(dt, doc["fill_value"]); err != nil {
 		return err
 	}
 	if err := a.typeAlias(attrs); err != nil {
@@ -169,7 +170,7 @@ func (a *Array) initObjectsV3(doc object, shape, chunks []int64, keys keyEncodin
 	fill := doc["fill_value"]
 	if s, ok := fill.(string); ok && want == "vlen-bytes" {
 		// A bytes fill is base64 of the bytes, as data.json spells bytes.
-		if _, ok := pyBase64(s); !ok {
+		if _, ok := dtype.Base64(s); !ok {
 			return fmt.Errorf("fill_value %q is not base64", s)
 		}
 	}
@@ -387,32 +388,6 @@ func v3Doc(data []byte) (object, error) {
 func (o object) nodeType() string {
 	t, _ := o["node_type"].(string)
 	return t
-}
-
-// numpyDType spells a v3 data type the way numpy (and .zarray) does, in
-// its stored byte order: "<i4", ">f8", "|b1", "|V3". The describe package
-// and info.json's stored_dtype take that form.
-func numpyDType(d DType) string {
-	if len(d.Fields) > 0 {
-		return structDescr(d.Fields)
-	}
-	order := byte('<')
-	switch {
-	case d.Size == 1 || d.Kind == 'V' || d.Kind == 'b' || d.Kind == 'S':
-		order = '|'
-	case d.BigEndian:
-		order = '>'
-	}
-	switch d.Kind {
-	case 'U':
-		return fmt.Sprintf("%cU%d", order, d.Size/4)
-	case 'M', 'm':
-		if d.Unit == "" {
-			return fmt.Sprintf("%c%c8", order, d.Kind)
-		}
-		return fmt.Sprintf("%c%c8[%s]", order, d.Kind, d.Unit)
-	}
-	return fmt.Sprintf("%c%c%d", order, d.Kind, d.Size)
 }
 
 // typeAlias applies NCZarr's _nczarr_array type_alias (spec appendix E):

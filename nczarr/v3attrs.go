@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/nczarrfs/nczarrfs/nczarr/dtype"
 	"strings"
 
 	"github.com/nczarrfs/nczarrfs/zmap"
@@ -115,8 +116,8 @@ func v3NCType(t string) string {
 	case "bool":
 		return "ubyte"
 	}
-	if dt, err := v3DType(t); err == nil && dt.Kind != 'V' {
-		if nt := typeOfDType(numpyDType(dt)); nt != "" {
+	if dt, err := dtype.ParseV3(t); err == nil && dt.Kind != 'V' {
+		if nt := typeOfDType(dt.Numpy()); nt != "" {
 			return nt
 		}
 	}
