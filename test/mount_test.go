@@ -555,7 +555,7 @@ z[...].tofile(sys.argv[2])`
 }
 
 // TestHiddenObjectMount mounts a consolidated store whose .zmetadata
-// declares arrays at ".zmetadata" and "g/notes.txt"
+// declares arrays at ".zmetadata" and "g/.zattrs"
 // (fixtures/hidden_object.py): both stay the stored files, byte for byte,
 // and the real arrays read.
 func TestHiddenObjectMount(t *testing.T) {
@@ -564,7 +564,7 @@ func TestHiddenObjectMount(t *testing.T) {
 		t.Fatalf("zarr-python: %v\n%s", err, out)
 	}
 	mnt := mount(t, src)
-	for _, rel := range []string{".zmetadata", "g/notes.txt"} {
+	for _, rel := range []string{".zmetadata", "g/.zattrs", "g/notes.txt"} {
 		checkFile(t, filepath.Join(src, rel), filepath.Join(mnt, rel), rel)
 	}
 	if _, err := os.Stat(filepath.Join(mnt, "v", "data")); err != nil {
