@@ -17,6 +17,7 @@ import (
 
 	"github.com/nczarrfs/nczarrfs/cache"
 	"github.com/nczarrfs/nczarrfs/nczarr/codec"
+	"github.com/nczarrfs/nczarrfs/nczarr/zarrmeta"
 	"github.com/nczarrfs/nczarrfs/zmap"
 )
 
@@ -54,7 +55,8 @@ type Array struct {
 func newArray(d *Dataset, path string, zarray []byte, zattrs, v1 object) *Array {
 	a := &Array{Path: path, d: d}
 	key := zmap.Join(path, ".zarray")
-	meta, zo, err := parseZarray(zarray)
+	meta, zom, err := zarrmeta.ParseZarray(zarray)
+	zo := object(zom)
 	if err != nil {
 		a.Err = fmt.Errorf("%s: %w", key, err)
 		return a

@@ -3,11 +3,13 @@ package nczarr
 import (
 	"strings"
 	"testing"
+
+	"github.com/nczarrfs/nczarrfs/nczarr/zarrmeta"
 )
 
 func TestParseZarrayErrors(t *testing.T) {
 	valid := `{"zarr_format":2,"shape":[4,5],"chunks":[2,5],"dtype":"<f4","compressor":null,"fill_value":"NaN","order":"C","filters":null}`
-	if _, _, err := parseZarray([]byte(valid)); err != nil {
+	if _, _, err := zarrmeta.ParseZarray([]byte(valid)); err != nil {
 		t.Fatalf("valid .zarray rejected: %v", err)
 	}
 	tests := []struct{ name, doc, errPart string }{
@@ -21,7 +23,7 @@ func TestParseZarrayErrors(t *testing.T) {
 		{"not json", `{"shape":`, "unexpected"},
 	}
 	for _, tt := range tests {
-		_, _, err := parseZarray([]byte(tt.doc))
+		_, _, err := zarrmeta.ParseZarray([]byte(tt.doc))
 		if err == nil || !strings.Contains(err.Error(), tt.errPart) {
 			t.Errorf("%s: err = %v, want one mentioning %q", tt.name, err, tt.errPart)
 		}
@@ -50,7 +52,7 @@ func FuzzParseZarray(f *testing.F) {
 	f.Add([]byte(`{"zarr_format": 2, "shape": [1], "dtype": "<U1", "chunks": [1], "fill_value": "", "order": "C", "compressor": null, "filters": null, "_NCZARR_ARRAY": {"dimrefs": [], "storage": "scalar"}}`))
 	f.Add([]byte(`{"shape":[],"chunks":[],"dtype":"|S5","fill_value":"AAAAAAA="}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		m, o, err := parseZarray(data)
+		m, o, err := zarrmeta.ParseZarray(data)
 		if err != nil {
 			return
 		}

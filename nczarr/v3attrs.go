@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/nczarrfs/nczarrfs/nczarr/dtype"
 	"strings"
 
+	"github.com/nczarrfs/nczarrfs/nczarr/dtype"
 	"github.com/nczarrfs/nczarrfs/zmap"
 )
 
