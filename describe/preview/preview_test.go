@@ -1,0 +1,199 @@
+package preview
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"image/color"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/nczarrfs/nczarrfs/cache"
+	"github.com/nczarrfs/nczarrfs/internal/testenv"
+	"github.com/nczarrfs/nczarrfs/nczarr"
+	"github.com/nczarrfs/nczarrfs/zmap/file"
+
+	_ "github.com/nczarrfs/nczarrfs/nczarr/codec/all"
+)
+
+// referenceCase is one picture testdata/gen.py drew with matplotlib.
+type referenceCase struct {
+	Path          string
+	Index         []int64
+	Size          int
+	Height, Width int
+	Vmin, Vmax    float64
+}
+
+// references writes the dataset and matplotlib's pictures of it.
+func references(t *testing.T) (dir string, cases map[string]referenceCase) {
+	t.Helper()
+	err := exec.Command(testenv.Python, "-c", "import zarr, matplotlib").Run()
+	testenv.Require(t, "zarr-python 2 and matplotlib (Debian's python3-zarr, python3-matplotlib)", err)
+	dir = t.TempDir()
+	if out, err := exec.Command(testenv.Python, "testdata/gen.py", dir).CombinedOutput(); err != nil {
+		t.Fatalf("gen.py: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "cases.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &cases); err != nil {
+		t.Fatal(err)
+	}
+	return dir, cases
+}
+
+func openDataset(t *testing.T, dir string, c *cache.Cache) *nczarr.Dataset {
+	t.Helper()
+	store, err := file.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	ds, err := nczarr.Open(context.Background(), store, nczarr.Options{Cache: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ds
+}
+
+// pngText returns the tEXt chunks of a PNG.
+func pngText(t *testing.T, b []byte) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for b = b[8:]; len(b) >= 12; {
+		n := binary.BigEndian.Uint32(b)
+		kind, data := string(b[4:8]), b[8:8+n]
+		if kind == "tEXt" {
+			k, v, _ := bytes.Cut(data, []byte{0})
+			out[string(k)] = string(v)
+		}
+		b = b[12+n:]
+	}
+	return out
+}
+
+func TestPicturesMatchMatplotlib(t *testing.T) {
+	dir, cases := references(t)
+	ds := openDataset(t, filepath.Join(dir, "ds.zarr"), cache.New(16<<20))
+	if len(cases) < 9 {
+		t.Fatalf("gen.py wrote %d cases", len(cases))
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			want, err := os.ReadFile(filepath.Join(dir, name+".rgba"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			pic, err := Render(context.Background(), ds, c.Path, Options{Index: c.Index, Size: c.Size})
+			if err != nil {
+				t.Fatal(err)
+			}
+			img, err := png.Decode(bytes.NewReader(pic.PNG))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b := img.Bounds(); b.Dx() != c.Width || b.Dy() != c.Height {
+				t.Fatalf("picture is %dx%d, matplotlib's %dx%d", b.Dx(), b.Dy(), c.Width, c.Height)
+			}
+			if len(want) != 4*c.Width*c.Height {
+				t.Fatalf("reference has %d bytes", len(want))
+			}
+			bad := 0
+			for y := range c.Height {
+				for x := range c.Width {
+					n := color.NRGBAModel.Convert(img.At(x, y)).(color.NRGBA)
+					got := []byte{n.R, n.G, n.B, n.A}
+					ref := want[4*(y*c.Width+x):][:4]
+					if !bytes.Equal(got, ref) {
+						if bad++; bad <= 5 {
+							t.Errorf("pixel (%d, %d) = %v, matplotlib %v", x, y, got, ref)
+						}
+					}
+				}
+			}
+			if bad > 0 {
+				t.Errorf("%d of %d pixels differ", bad, c.Width*c.Height)
+			}
+			text := pngText(t, pic.PNG)
+			if text["Title"] != "/"+c.Path {
+				t.Errorf("Title %q", text["Title"])
+			}
+			lo, hi, _ := strings.Cut(text["Range"], " to ")
+			if l, _ := strconv.ParseFloat(lo, 64); l != c.Vmin {
+				t.Errorf("Range %q, matplotlib scaled from %v", text["Range"], c.Vmin)
+			}
+			if h, _ := strconv.ParseFloat(hi, 64); h != c.Vmax {
+				t.Errorf("Range %q, matplotlib scaled to %v", text["Range"], c.Vmax)
+			}
+			if text["Colormap"] == "" || !strings.HasPrefix(text["Slice"], "[") || text["Sampling"] == "" {
+				t.Errorf("text chunks %q", text)
+			}
+		})
+	}
+}
+
+// A picture whose chunks would decode to more than the bound samples
+// whole chunks, says so, and decodes no more than the bound.
+func TestPictureBoundsDecoding(t *testing.T) {
+	dir, _ := references(t)
+	for _, bound := range []int64{4 * 10000, 15 * 10000, 1 << 30} {
+		t.Run(fmt.Sprint(bound), func(t *testing.T) {
+			c := cache.New(64 << 20)
+			ds := openDataset(t, filepath.Join(dir, "ds.zarr"), c)
+			// wide: 300x2000 uint8 in chunks of 100x100 (10,000 bytes).
+			pic, err := Render(context.Background(), ds, "wide", Options{MaxDecode: bound})
+			if err != nil {
+				t.Fatal(err)
+			}
+			decoded := c.Stats().LoadedBytes
+			text := pngText(t, pic.PNG)
+			sampled := strings.HasPrefix(text["Sampling"], "whole chunks sampled evenly")
+			if decoded > bound {
+				t.Errorf("decoded %d bytes, bound %d", decoded, bound)
+			}
+			if sampled != (bound < 60*10000) {
+				t.Errorf("Sampling %q with a bound of %d bytes", text["Sampling"], bound)
+			}
+			if !sampled && decoded != 60*10000 {
+				t.Errorf("decoded %d bytes of chunks, want all 60 chunks", decoded)
+			}
+			img, err := png.Decode(bytes.NewReader(pic.PNG))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b := img.Bounds(); b.Dx() > 1024 || b.Dy() > 1024 || b.Dx() < b.Dy() {
+				t.Errorf("picture %v", b)
+			}
+		})
+	}
+}
+
+func TestRenderRefuses(t *testing.T) {
+	dir, _ := references(t)
+	ds := openDataset(t, filepath.Join(dir, "ds.zarr"), nil)
+	for _, tc := range []struct {
+		path  string
+		opts  Options
+		error string
+	}{
+		{"lat", Options{}, "only numeric arrays of 2 or more dimensions"},
+		{"float", Options{Index: []int64{3}}, "outside dimension 0"},
+		{"float", Options{Index: []int64{0, 0}}, "needs 1 indices"},
+		{"float", Options{Size: -1}, "must be 1 or more"},
+		{"nope", Options{}, "no such array"},
+	} {
+		_, err := Render(context.Background(), ds, tc.path, tc.opts)
+		if err == nil || !strings.Contains(err.Error(), tc.error) {
+			t.Errorf("%s %+v: %v, want %q", tc.path, tc.opts, err, tc.error)
+		}
+	}
+}
