@@ -174,19 +174,19 @@ body { font: 15px/1.45 system-ui, sans-serif; margin: 0 auto; padding: 0.8em; ma
 h1 { font-size: 1.4em; overflow-wrap: anywhere; }
 h2 { font-size: 1.15em; margin-top: 1.6em; border-bottom: 1px solid #ccc; }
 table { border-collapse: collapse; width: 100%; }
-th, td { text-align: left; vertical-align: top; padding: 0.3em 0.6em; border-bottom: 1px solid #e4e4e4; overflow-wrap: anywhere; }
-th { background: #f3f3f3; }
+th, td { text-align: left; vertical-align: top; padding: 0.3em 0.6em; border-bottom: 1px solid #e4e4e4; overflow-wrap: break-word; }
+th { background: #f3f3f3; white-space: nowrap; }
 code, pre { font: 13px/1.4 ui-monospace, monospace; }
 pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #f6f6f6; padding: 0.8em; }
-img.thumb { display: block; max-width: 160px; max-height: 160px; width: auto; height: auto; background: repeating-conic-gradient(#ddd 0 25%, #fff 0 50%) 0 0 / 12px 12px; }
+img.thumb { display: block; width: 160px; height: 120px; object-fit: contain; object-position: left top; image-rendering: pixelated; }
 .files a { margin-right: 0.6em; white-space: nowrap; }
 .error { color: #a00; }
 @media (max-width: 700px) {
-  table.arrays thead { display: none; }
-  table.arrays tr { display: block; border: 1px solid #ccc; margin-bottom: 0.8em; }
-  table.arrays td { display: block; border: 0; padding: 0.15em 0.6em; }
-  table.arrays td[data-label]::before { content: attr(data-label) ": "; font-weight: 600; }
-  img.thumb { max-width: 100%; max-height: none; }
+  table thead { display: none; }
+  table tr { display: block; border: 1px solid #ccc; margin-bottom: 0.8em; }
+  table td { display: block; border: 0; padding: 0.15em 0.6em; overflow-wrap: anywhere; }
+  td[data-label]::before { content: attr(data-label) ": "; font-weight: 600; }
+  img.thumb { width: 100%; height: auto; max-height: 70vh; }
 }
 </style>
 </head>
@@ -197,7 +197,7 @@ img.thumb { display: block; max-width: 160px; max-height: 160px; width: auto; he
 <table class="attrs">
 <thead><tr><th>name</th><th>type</th><th>value</th></tr></thead>
 <tbody>
-{{range .}}<tr><td><code>{{.Name}}</code></td><td>{{.Type}}</td><td>{{.Value}}</td></tr>
+{{range .}}<tr><td data-label="name"><code>{{.Name}}</code></td><td data-label="type">{{.Type}}</td><td data-label="value">{{.Value}}</td></tr>
 {{end}}</tbody>
 </table>{{end}}
 {{with .Arrays}}<h2>Arrays</h2>
