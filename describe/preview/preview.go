@@ -176,7 +176,7 @@ func Render(ctx context.Context, ds *nczarr.Dataset, path string, opts Options) 
 	text := [][2]string{
 		{"Title", "/" + path},
 		{"Slice", sliceText(index, a)},
-		{"Range", rangeText(vmin, vmax)},
+		{"Range", rangeText(vmin, vmax, a.Meta.DType)},
 		{"Colormap", "viridis (matplotlib); fill values, NaN and values outside the valid range are transparent"},
 		{"Orientation", orient},
 		{"Sampling", p.note},
@@ -620,11 +620,17 @@ func sliceText(index []int64, a *nczarr.Array) string {
 	return s + fmt.Sprintf(" shape %v", a.Meta.Shape)
 }
 
-func rangeText(vmin, vmax float64) string {
+// rangeText is the range of values shown, each value as short as its
+// type allows (279.9 for a float32, not 279.8999938964844).
+func rangeText(vmin, vmax float64, d nczarr.DType) string {
 	if vmin > vmax {
 		return "no valid value"
 	}
-	return strconv.FormatFloat(vmin, 'g', -1, 64) + " to " + strconv.FormatFloat(vmax, 'g', -1, 64)
+	bits := 64
+	if d.Kind == 'f' && d.Size <= 4 {
+		bits = 32
+	}
+	return strconv.FormatFloat(vmin, 'g', -1, bits) + " to " + strconv.FormatFloat(vmax, 'g', -1, bits)
 }
 
 // withText adds a tEXt chunk for every pair to a PNG, after its header.
