@@ -39,6 +39,9 @@ const (
 	MaxDecode = 256 << 20
 	// blockBytes bounds one read of several whole rows of the slice.
 	blockBytes = 64 << 20
+	// pieceBytes bounds the decoded chunks of the columns read row by
+	// row, which the chunk cache keeps from one row to the next.
+	pieceBytes = 32 << 20
 )
 
 // Options choose the slice and the size of a picture.
@@ -170,7 +173,11 @@ func Render(ctx context.Context, ds *nczarr.Dataset, path string, opts Options) 
 	}
 
 	var b bytes.Buffer
-	if err := png.Encode(&b, img); err != nil {
+	// BestSpeed: at the default level, deflate took 86% of the CPU of a
+	// 512x512 picture (125 ms in all against 34 ms) for a file 17%
+	// smaller (280 KB against 338 KB).
+	enc := png.Encoder{CompressionLevel: png.BestSpeed}
+	if err := enc.Encode(&b, img); err != nil {
 		return nil, err
 	}
 	text := [][2]string{
@@ -296,70 +303,77 @@ type field struct {
 }
 
 // read returns the values at every (row, column) pair of p, row by row.
-// Runs of rows that span the whole width are read with one ReadAt each
-// (decoding their chunks at once); other rows are read one by one, only
-// over the columns wanted, the chunk cache keeping what the next row
-// needs.
+// It goes through the sampled rows one chunk row at a time. When the
+// columns span the whole width and the chunk row's sampled rows fit a
+// block, one ReadAt reads them all (decoding their chunks at once);
+// otherwise the columns are cut into pieces of a few chunks, and each
+// piece is read row by row, so that the chunk cache needs to hold only
+// one piece's chunks for each to be decoded once. Rows and columns read
+// between samples lie in chunks the samples touch: no other chunk is
+// decoded.
 func (f *field) read(ctx context.Context, p samples) ([]float64, error) {
 	is := int64(f.a.ItemSize)
 	conv := converter(f.a.Meta.DType)
-	out := make([]float64, 0, len(p.rows)*len(p.cols))
-	// Column ranges [lo, hi] to read, and where each column is in them.
-	type colRange struct{ lo, hi int64 }
-	var ranges []colRange
-	pos := make([]int64, len(p.cols)) // byte offset in a row's buffer
-	chunk := f.a.Meta.Chunks[len(f.a.Meta.Chunks)-1]
-	var size int64
-	for i, c := range p.cols {
-		n := len(ranges)
-		switch {
-		case n > 0 && c/chunk <= ranges[n-1].hi/chunk+1:
-			size += (c - ranges[n-1].hi) * is
-			ranges[n-1].hi = c
-		default:
-			ranges = append(ranges, colRange{c, c})
-			size += is
-		}
-		pos[i] = size - is
+	rank := len(f.a.Meta.Chunks)
+	ch, cw := f.a.Meta.Chunks[rank-2], f.a.Meta.Chunks[rank-1]
+	chunkBytes := is
+	for _, c := range f.a.Meta.Chunks {
+		chunkBytes *= c
 	}
-	whole := len(ranges) == 1 && ranges[0].lo == 0 && ranges[0].hi == f.w-1
+	perPiece := max(pieceBytes/chunkBytes, 1) // chunk columns in a piece
+	nc := len(p.cols)
+	out := make([]float64, len(p.rows)*nc)
+
+	// Pieces: runs of sampled columns [x0, x1) in at most perPiece
+	// adjacent chunk columns.
+	type piece struct{ x0, x1 int }
+	var pieces []piece
+	for x := 0; x < nc; {
+		first := p.cols[x] / cw
+		x1 := x + 1
+		for x1 < nc && p.cols[x1]/cw <= p.cols[x1-1]/cw+1 && p.cols[x1]/cw-first < perPiece {
+			x1++
+		}
+		pieces = append(pieces, piece{x, x1})
+		x = x1
+	}
+	whole := len(pieces) == 1 && p.cols[0] == 0 && p.cols[nc-1] == f.w-1
 	rowBytes := f.w * is
 	var buf []byte
-	for i := 0; i < len(p.rows); {
-		r := p.rows[i]
-		if whole {
-			// Every wanted row from r on that fits one block.
-			j := i + 1
-			for j < len(p.rows) && (p.rows[j]-r+1)*rowBytes <= blockBytes {
-				j++
-			}
-			n := (p.rows[j-1] - r + 1) * rowBytes
+	for y0 := 0; y0 < len(p.rows); {
+		// The sampled rows [y0, y1) of one chunk row.
+		y1 := y0 + 1
+		for y1 < len(p.rows) && p.rows[y1]/ch == p.rows[y0]/ch {
+			y1++
+		}
+		r0, r1 := p.rows[y0], p.rows[y1-1]
+		if n := (r1 - r0 + 1) * rowBytes; whole && n <= blockBytes {
 			buf = grow(buf, n)
-			if err := f.readAt(ctx, buf[:n], (f.base+r*f.w)*is); err != nil {
+			if err := f.readAt(ctx, buf, (f.base+r0*f.w)*is); err != nil {
 				return nil, err
 			}
-			for _, rr := range p.rows[i:j] {
-				row := buf[(rr-r)*rowBytes:]
-				for _, o := range pos {
-					out = append(out, conv(row[o:]))
+			for y := y0; y < y1; y++ {
+				row := buf[(p.rows[y]-r0)*rowBytes:]
+				for x, c := range p.cols {
+					out[y*nc+x] = conv(row[c*is:])
 				}
 			}
-			i = j
+			y0 = y1
 			continue
 		}
-		buf = grow(buf, size)
-		o := int64(0)
-		for _, cr := range ranges {
-			n := (cr.hi - cr.lo + 1) * is
-			if err := f.readAt(ctx, buf[o:o+n], (f.base+r*f.w+cr.lo)*is); err != nil {
-				return nil, err
+		for _, pc := range pieces {
+			lo, hi := p.cols[pc.x0], p.cols[pc.x1-1]
+			buf = grow(buf, (hi-lo+1)*is)
+			for y := y0; y < y1; y++ {
+				if err := f.readAt(ctx, buf, (f.base+p.rows[y]*f.w+lo)*is); err != nil {
+					return nil, err
+				}
+				for x := pc.x0; x < pc.x1; x++ {
+					out[y*nc+x] = conv(buf[(p.cols[x]-lo)*is:])
+				}
 			}
-			o += n
 		}
-		for _, o := range pos {
-			out = append(out, conv(buf[o:]))
-		}
-		i++
+		y0 = y1
 	}
 	return out, nil
 }

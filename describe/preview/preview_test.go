@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/nczarrfs/nczarrfs/cache"
@@ -32,23 +33,45 @@ type referenceCase struct {
 	Vmin, Vmax    float64
 }
 
-// references writes the dataset and matplotlib's pictures of it.
+var (
+	refOnce  sync.Once
+	refDir   string
+	refCases map[string]referenceCase
+	refErr   error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if refDir != "" {
+		os.RemoveAll(refDir)
+	}
+	os.Exit(code)
+}
+
+// references writes the dataset and matplotlib's pictures of it, once
+// per test process.
 func references(t *testing.T) (dir string, cases map[string]referenceCase) {
 	t.Helper()
 	err := exec.Command(testenv.Python, "-c", "import zarr, matplotlib").Run()
 	testenv.Require(t, "zarr-python 2 and matplotlib (Debian's python3-zarr, python3-matplotlib)", err)
-	dir = t.TempDir()
-	if out, err := exec.Command(testenv.Python, "testdata/gen.py", dir).CombinedOutput(); err != nil {
-		t.Fatalf("gen.py: %v\n%s", err, out)
+	refOnce.Do(func() {
+		if refDir, refErr = os.MkdirTemp("", "preview-test-"); refErr != nil {
+			return
+		}
+		if out, err := exec.Command(testenv.Python, "testdata/gen.py", refDir).CombinedOutput(); err != nil {
+			refErr = fmt.Errorf("gen.py: %v\n%s", err, out)
+			return
+		}
+		b, err := os.ReadFile(filepath.Join(refDir, "cases.json"))
+		if err == nil {
+			err = json.Unmarshal(b, &refCases)
+		}
+		refErr = err
+	})
+	if refErr != nil {
+		t.Fatal(refErr)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "cases.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &cases); err != nil {
-		t.Fatal(err)
-	}
-	return dir, cases
+	return refDir, refCases
 }
 
 func openDataset(t *testing.T, dir string, c *cache.Cache) *nczarr.Dataset {
@@ -179,6 +202,21 @@ func TestPictureBoundsDecoding(t *testing.T) {
 				t.Errorf("picture %v", b)
 			}
 		})
+	}
+}
+
+// A picture decodes only the chunks its samples fall in, even when the
+// rows between them are read in one block.
+func TestPictureDecodesOnlySampledChunks(t *testing.T) {
+	dir, _ := references(t)
+	c := cache.New(64 << 20)
+	ds := openDataset(t, filepath.Join(dir, "ds.zarr"), c)
+	// tall: 2000x30 int32 in chunks of one row (120 bytes); 100 rows drawn.
+	if _, err := Render(context.Background(), ds, "tall", Options{Size: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Stats().LoadedBytes; got != 100*120 {
+		t.Errorf("decoded %d bytes of chunks, want the 100 sampled rows' %d", got, 100*120)
 	}
 }
 

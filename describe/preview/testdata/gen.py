@@ -72,6 +72,10 @@ g.create_dataset("flat", data=np.full((4, 5), 7, dtype="<f4"), chunks=(4, 5))
 w = g.create_dataset("wide", shape=(300, 2000), chunks=(100, 100), dtype="u1")
 w[:] = (np.arange(300)[:, None] + np.arange(2000)[None, :]) % 251
 
+# Rows of one-row chunks: a picture of 100 rows decodes 100 chunks only.
+tall = g.create_dataset("tall", shape=(2000, 30), chunks=(1, 30), dtype="<i4")
+tall[:] = np.arange(60000, dtype="<i4").reshape(2000, 30)
+
 cases = {
     "float": ("float", [0], 1024),
     "float_2": ("float", [2], 1024),
@@ -82,6 +86,7 @@ cases = {
     "valid": ("valid", [], 1024),
     "flat": ("flat", [], 1024),
     "wide": ("wide", [], 100),
+    "tall": ("tall", [], 100),
 }
 cmap = matplotlib.colormaps["viridis"]
 meta = {}
