@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
 	"net/url"
 	"strings"
+	"sync"
 
 	"github.com/nczarrfs/nczarrfs/describe/preview"
 	"github.com/nczarrfs/nczarrfs/nczarr"
@@ -51,12 +53,8 @@ func IndexHTML(ctx context.Context, ds *nczarr.Dataset, path, name string) ([]by
 		n := baseName(sub)
 		p.Groups = append(p.Groups, link{Text: n, Href: rel(n, indexName)})
 	}
-	for _, ap := range layout.Arrays {
-		row, err := readArrayRow(ctx, ds, ap)
-		if err != nil {
-			return nil, err
-		}
-		p.Arrays = append(p.Arrays, row)
+	if p.Arrays, err = arrayRows(ctx, ds, layout.Arrays); err != nil {
+		return nil, err
 	}
 	var b bytes.Buffer
 	if err := pageTemplate.Execute(&b, p); err != nil {
@@ -111,6 +109,28 @@ func attrText(a nczarr.Attr) string {
 		return s
 	}
 	return FormatAttr(a.Type, a.Value)
+}
+
+// indexParallel bounds the arrays whose attributes are read at once: one
+// request each, which on S3 is a round trip.
+const indexParallel = 16
+
+// arrayRows reads the rows of the arrays at paths, concurrently.
+func arrayRows(ctx context.Context, ds *nczarr.Dataset, paths []string) ([]arrayRow, error) {
+	rows := make([]arrayRow, len(paths))
+	errs := make([]error, len(paths))
+	sem := make(chan struct{}, indexParallel)
+	var wg sync.WaitGroup
+	for i, p := range paths {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			rows[i], errs[i] = readArrayRow(ctx, ds, p)
+		}()
+	}
+	wg.Wait()
+	return rows, errors.Join(errs...)
 }
 
 func readArrayRow(ctx context.Context, ds *nczarr.Dataset, path string) (arrayRow, error) {

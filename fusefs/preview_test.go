@@ -3,9 +3,12 @@ package fusefs
 import (
 	"bytes"
 	"context"
+	"errors"
 	"image/png"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/nczarrfs/nczarrfs/describe/preview"
@@ -79,5 +82,42 @@ g.create_dataset("one", shape=(5,), dtype="<i4")
 	}
 	if l := m.Cache.Stats().LoadedBytes; l != loaded {
 		t.Errorf("second open loaded %d more bytes: the picture was not kept", l-loaded)
+	}
+}
+
+// TestPreviewOfACorruptChunk checks that a picture whose chunk does not
+// decode fails to open with EIO, logged naming the chunk, and that the
+// rest of the array folder still works.
+func TestPreviewOfACorruptChunk(t *testing.T) {
+	dir := t.TempDir()
+	zarrPython(t, dir, `import sys, zarr, numpy as np, numcodecs
+g = zarr.open_group(sys.argv[1] + "/ds", mode="w")
+g.create_dataset("v", shape=(4, 4), chunks=(2, 4), dtype="<i4",
+                 compressor=numcodecs.Zlib())[:] = np.arange(16).reshape(4, 4)
+`)
+	chunk := filepath.Join(dir, "ds", "v", "1.0")
+	b, err := os.ReadFile(chunk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(chunk, b[:len(b)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	store, err := file.Open(filepath.Join(dir, "ds"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mnt, _ := mountCounted(t, store)
+	for range 2 { // a failure is not kept: the second open tries again
+		if _, err := os.ReadFile(filepath.Join(mnt, "v", PreviewName)); !errors.Is(err, syscall.EIO) {
+			t.Fatalf("open of the picture of a corrupt array: %v, want EIO", err)
+		}
+	}
+	log, err := os.ReadFile(filepath.Join(mnt, ControlDir, ErrorsName))
+	if err != nil || !strings.Contains(string(log), "v/1.0") || !strings.Contains(string(log), "open "+PreviewName) {
+		t.Errorf("errors file %q (%v), want the open of %s naming v/1.0", log, err, PreviewName)
+	}
+	if _, err := os.ReadFile(filepath.Join(mnt, "v", InfoName)); err != nil {
+		t.Errorf("info.json of the corrupt array: %v", err)
 	}
 }
