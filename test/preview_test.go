@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -251,4 +252,70 @@ func TestPreviewCommandMatchesMount(t *testing.T) {
 			t.Errorf("nczarrfs %s: %v, stderr %q; want an error with %q", strings.Join(tc.args, " "), r.err, r.stderr, tc.msg)
 		}
 	}
+}
+
+// TestPreviewOfEveryFixture mounts every dataset the reference tools
+// wrote (NCZarr of every netcdf-c generation, Zarr v2 of every codec,
+// Zarr v3 sharded too) and opens the synthesized page of every group and
+// the picture of every numeric array of 2 or more dimensions: each is a
+// PNG of the slice's size that names the array, and each page lists the
+// group's arrays.
+func TestPreviewOfEveryFixture(t *testing.T) {
+	numeric := regexp.MustCompile(`^[<>|=]?[iuf][1248]$`)
+	pictures := 0
+	for _, set := range fixtures(t) {
+		for _, ds := range set.Datasets {
+			t.Run(set.Generator+"/"+ds.Name, func(t *testing.T) {
+				mnt := mount(t, ds.TreePath(set))
+				groups := map[string]bool{"": true}
+				for _, a := range ds.Arrays {
+					dir, _ := filepath.Split(a.Path)
+					groups[strings.TrimSuffix(dir, "/")] = true
+					name := filepath.Join(mnt, a.Path, "preview.png")
+					b, err := os.ReadFile(name)
+					want := !a.Error && len(a.Shape) >= 2 && numeric.MatchString(a.Dtype) && !slices.Contains(a.Shape, 0)
+					if !want {
+						if err == nil {
+							t.Errorf("%s: a picture of a %s array of shape %v", a.Path, a.Dtype, a.Shape)
+						}
+						continue
+					}
+					if err != nil {
+						t.Errorf("%s: %v", a.Path, err)
+						continue
+					}
+					pictures++
+					img, err := png.Decode(bytes.NewReader(b))
+					if err != nil {
+						t.Errorf("%s: %v", a.Path, err)
+						continue
+					}
+					h, w := a.Shape[len(a.Shape)-2], a.Shape[len(a.Shape)-1]
+					if long := max(h, w); long > preview.MaxSide {
+						h, w = max(h*preview.MaxSide/long, 1), max(w*preview.MaxSide/long, 1)
+					}
+					if b := img.Bounds(); int64(b.Dx()) != w || int64(b.Dy()) != h {
+						t.Errorf("%s: picture %dx%d of shape %v", a.Path, b.Dx(), b.Dy(), a.Shape)
+					}
+					if !bytes.Contains(b, []byte("tEXtTitle\x00/"+a.Path)) {
+						t.Errorf("%s: no Title text naming the array", a.Path)
+					}
+				}
+				for g := range groups {
+					page, err := os.ReadFile(filepath.Join(mnt, g, "index.html"))
+					if err != nil {
+						t.Errorf("/%s/index.html: %v", g, err)
+						continue
+					}
+					if !bytes.HasSuffix(page, []byte("</html>\n")) {
+						t.Errorf("/%s/index.html does not end the page", g)
+					}
+				}
+			})
+		}
+	}
+	if pictures == 0 {
+		t.Error("no fixture has a picture")
+	}
+	t.Logf("%d pictures", pictures)
 }
