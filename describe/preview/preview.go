@@ -221,7 +221,7 @@ func plan(a *nczarr.Array, opts Options) samples {
 		chunkBytes *= c
 	}
 	// The slice as it is, sampled to the size.
-	rowSrc, colSrc := span(0, h), span(0, w)
+	rowSrc, colSrc := axis{{0, h}}, axis{{0, w}}
 	rows, cols := sample(rowSrc, colSrc, opts.Size)
 	nr, nc := touched(rows, ch), touched(cols, cw)
 	note := fmt.Sprintf("nearest: %d of %d rows, %d of %d columns; %d chunks decoded", len(rows), h, len(cols), w, nr*nc)
@@ -231,7 +231,7 @@ func plan(a *nczarr.Array, opts Options) samples {
 	// Too many chunks: a mosaic of whole chunks, picked evenly.
 	gr, gc := (h+ch-1)/ch, (w+cw-1)/cw
 	budget := max(opts.MaxDecode/chunkBytes, 1)
-	f := math.Sqrt(float64(budget) / float64(gr*gc))
+	f := math.Sqrt(float64(budget) / (float64(gr) * float64(gc)))
 	kr := min(max(int64(float64(gr)*f), 1), gr)
 	kc := min(max(int64(float64(gc)*f), 1), gc)
 	for kr*kc > budget {
@@ -244,44 +244,59 @@ func plan(a *nczarr.Array, opts Options) samples {
 	rowSrc, colSrc = nil, nil
 	for i := range kr {
 		c := (2*i + 1) * gr / (2 * kr)
-		rowSrc = append(rowSrc, span(c*ch, min((c+1)*ch, h))...)
+		rowSrc = append(rowSrc, span{c * ch, min((c+1)*ch, h)})
 	}
 	for i := range kc {
 		c := (2*i + 1) * gc / (2 * kc)
-		colSrc = append(colSrc, span(c*cw, min((c+1)*cw, w))...)
+		colSrc = append(colSrc, span{c * cw, min((c+1)*cw, w)})
 	}
 	rows, cols = sample(rowSrc, colSrc, opts.Size)
 	note = fmt.Sprintf("whole chunks sampled evenly, as decoding all it needs (%d chunks of %d bytes) exceeds the bound of %d bytes: %d of %d chunk rows and %d of %d chunk columns, side by side; nearest: %d of their %d rows, %d of their %d columns; %d chunks decoded",
-		nr*nc, chunkBytes, opts.MaxDecode, kr, gr, kc, gc, len(rows), len(rowSrc), len(cols), len(colSrc), touched(rows, ch)*touched(cols, cw))
+		nr*nc, chunkBytes, opts.MaxDecode, kr, gr, kc, gc, len(rows), rowSrc.len(), len(cols), colSrc.len(), touched(rows, ch)*touched(cols, cw))
 	return samples{rows, cols, note}
 }
 
-// span returns lo, lo+1, ..., hi-1.
-func span(lo, hi int64) []int64 {
-	s := make([]int64, 0, hi-lo)
-	for i := lo; i < hi; i++ {
-		s = append(s, i)
+// span is the indices lo, lo+1, ..., hi-1 of one dimension.
+type span struct{ lo, hi int64 }
+
+// axis is the indices of several spans, in order.
+type axis []span
+
+func (ax axis) len() int64 {
+	n := int64(0)
+	for _, s := range ax {
+		n += s.hi - s.lo
 	}
-	return s
+	return n
+}
+
+// pick returns n of ax's indices by nearest sampling: number i shows
+// index (2i+1)*len/(2n) of ax, the one nearest its centre.
+func (ax axis) pick(n int64) []int64 {
+	out := make([]int64, n)
+	total := ax.len()
+	seg, before := 0, int64(0) // ax[seg] starts at index before of ax
+	for i := range out {
+		k := (2*int64(i) + 1) * total / (2 * n)
+		for k-before >= ax[seg].hi-ax[seg].lo {
+			before += ax[seg].hi - ax[seg].lo
+			seg++
+		}
+		out[i] = ax[seg].lo + k - before
+	}
+	return out
 }
 
 // sample picks, by nearest sampling, the rows and columns of a picture of
-// rowSrc by colSrc whose longest side is at most size: pixel i of n shows
-// source (2i+1)*len/(2n), the source nearest its centre.
-func sample(rowSrc, colSrc []int64, size int) (rows, cols []int64) {
-	h, w := int64(len(rowSrc)), int64(len(colSrc))
+// rowSrc by colSrc whose longest side is at most size; a smaller one
+// keeps its size.
+func sample(rowSrc, colSrc axis, size int) (rows, cols []int64) {
+	h, w := rowSrc.len(), colSrc.len()
 	oh, ow := h, w
 	if long := max(h, w); long > int64(size) {
 		oh, ow = max(h*int64(size)/long, 1), max(w*int64(size)/long, 1)
 	}
-	pick := func(src []int64, n int64) []int64 {
-		out := make([]int64, n)
-		for i := range out {
-			out[i] = src[(2*int64(i)+1)*int64(len(src))/(2*n)]
-		}
-		return out
-	}
-	return pick(rowSrc, oh), pick(colSrc, ow)
+	return rowSrc.pick(oh), colSrc.pick(ow)
 }
 
 // touched counts the chunks along one axis that the sorted indices fall in.

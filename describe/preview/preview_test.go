@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -237,6 +238,50 @@ func TestRenderRefuses(t *testing.T) {
 		_, err := Render(context.Background(), ds, tc.path, tc.opts)
 		if err == nil || !strings.Contains(err.Error(), tc.error) {
 			t.Errorf("%s %+v: %v, want %q", tc.path, tc.opts, err, tc.error)
+		}
+	}
+}
+
+// TestPlanBoundsHugeSlices plans pictures of slices far larger than
+// memory: at most 1,024 pixels a side, no more chunks than the bound,
+// spread over the whole slice.
+func TestPlanBoundsHugeSlices(t *testing.T) {
+	for _, tc := range []struct {
+		shape, chunks []int64
+		itemSize      int
+		sampled       bool
+	}{
+		{[]int64{1e9, 1e9}, []int64{1000, 1000}, 4, true},
+		{[]int64{3, 1 << 40, 10}, []int64{1, 1 << 24, 1}, 8, true},  // 128 MiB chunks
+		{[]int64{2, 1 << 30, 10}, []int64{1, 1 << 26, 10}, 8, true}, // one chunk is over the bound
+		{[]int64{100000, 300}, []int64{100000, 1}, 1, false},
+		{[]int64{5000, 5000}, []int64{5000, 5000}, 4, false}, // one 95 MiB chunk
+	} {
+		a := &nczarr.Array{Meta: nczarr.Meta{Shape: tc.shape, Chunks: tc.chunks}, ItemSize: tc.itemSize}
+		p := plan(a, Options{Size: MaxSide, MaxDecode: MaxDecode})
+		rank := len(tc.shape)
+		ch, cw := tc.chunks[rank-2], tc.chunks[rank-1]
+		chunkBytes := int64(tc.itemSize)
+		for _, c := range tc.chunks {
+			chunkBytes *= c
+		}
+		decoded := touched(p.rows, ch) * touched(p.cols, cw) * chunkBytes
+		if len(p.rows) > MaxSide || len(p.cols) > MaxSide || len(p.rows) == 0 || len(p.cols) == 0 {
+			t.Errorf("%v: picture %dx%d", tc.shape, len(p.cols), len(p.rows))
+		}
+		if decoded > max(MaxDecode, chunkBytes) {
+			t.Errorf("%v: decodes %d bytes", tc.shape, decoded)
+		}
+		if got := strings.HasPrefix(p.note, "whole chunks sampled evenly"); got != tc.sampled {
+			t.Errorf("%v: note %q", tc.shape, p.note)
+		}
+		h, w := tc.shape[rank-2], tc.shape[rank-1]
+		if !slices.IsSorted(p.rows) || !slices.IsSorted(p.cols) || p.rows[len(p.rows)-1] >= h || p.cols[len(p.cols)-1] >= w {
+			t.Errorf("%v: rows %d..%d, columns %d..%d", tc.shape, p.rows[0], p.rows[len(p.rows)-1], p.cols[0], p.cols[len(p.cols)-1])
+		}
+		// Spread: samples in both halves, unless one chunk row is all.
+		if h > 2*ch && chunkBytes < MaxDecode && (p.rows[0] >= h/2 || p.rows[len(p.rows)-1] < h/2) {
+			t.Errorf("%v: rows %d..%d of %d", tc.shape, p.rows[0], p.rows[len(p.rows)-1], h)
 		}
 	}
 }
