@@ -474,6 +474,8 @@ func validity(a *nczarr.Array, attrs []nczarr.Attr) func(float64) bool {
 	var fills []float64
 	if v, ok := number(a.Meta.Fill); ok {
 		fills = append(fills, v)
+	} else if v, ok := hexFloat(a.Meta.Fill, a.Meta.DType); ok {
+		fills = append(fills, v)
 	}
 	lo, hi := math.Inf(-1), math.Inf(1)
 	for _, at := range attrs {
@@ -531,6 +533,26 @@ func number(v any) (float64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// hexFloat reads a Zarr v3 float fill value given as the hex string of
+// its IEEE bits ("0x7fc00000").
+func hexFloat(v any, d nczarr.DType) (float64, bool) {
+	s, ok := v.(string)
+	if !ok || d.Kind != 'f' || !strings.HasPrefix(s, "0x") {
+		return 0, false
+	}
+	bits, err := strconv.ParseUint(s[2:], 16, 8*d.Size)
+	if err != nil {
+		return 0, false
+	}
+	switch d.Size {
+	case 2:
+		return halfFloat(uint16(bits)), true
+	case 4:
+		return float64(math.Float32frombits(uint32(bits))), true
+	}
+	return math.Float64frombits(bits), true
 }
 
 // numbers reads an attribute's value as numbers: one, or a list.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"image/color"
 	"image/png"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -282,6 +283,43 @@ func TestPlanBoundsHugeSlices(t *testing.T) {
 		// Spread: samples in both halves, unless one chunk row is all.
 		if h > 2*ch && chunkBytes < MaxDecode && (p.rows[0] >= h/2 || p.rows[len(p.rows)-1] < h/2) {
 			t.Errorf("%v: rows %d..%d of %d", tc.shape, p.rows[0], p.rows[len(p.rows)-1], h)
+		}
+	}
+}
+
+// TestValidity checks the fill values and valid ranges of each form the
+// metadata writes them in.
+func TestValidity(t *testing.T) {
+	f4 := nczarr.DType{Str: "<f4", Kind: 'f', Size: 4}
+	i2 := nczarr.DType{Str: "<i2", Kind: 'i', Size: 2}
+	attr := func(name, value string) nczarr.Attr { return nczarr.Attr{Name: name, Value: json.RawMessage(value)} }
+	for _, tc := range []struct {
+		name           string
+		dtype          nczarr.DType
+		fill           any
+		attrs          []nczarr.Attr
+		valid, invalid []float64
+	}{
+		{"v3 hex fill", f4, "0x44fa0000", nil, []float64{1, 2001}, []float64{2000, math.NaN(), math.Inf(1)}},
+		{"json number fill", i2, json.Number("-1"), nil, []float64{0, 1}, []float64{-1}},
+		{"NaN fill", f4, "NaN", nil, []float64{0}, []float64{math.NaN()}},
+		{"_FillValue in float32", f4, nil, []nczarr.Attr{attr("_FillValue", "9.96921e36")}, []float64{9.96921e36}, []float64{float64(float32(9.96921e36))}},
+		{"missing_value list", i2, nil, []nczarr.Attr{attr("missing_value", "[7, 8]")}, []float64{6, 9}, []float64{7, 8}},
+		{"valid_range", f4, nil, []nczarr.Attr{attr("valid_range", "[0, 10]")}, []float64{0, 10}, []float64{-0.5, 10.5}},
+		{"valid_min and valid_max", i2, nil, []nczarr.Attr{attr("valid_min", "2"), attr("valid_max", "4")}, []float64{2, 4}, []float64{1, 5}},
+		{"quoted NaN attribute", f4, nil, []nczarr.Attr{attr("_FillValue", `"NaN"`)}, []float64{1}, []float64{math.NaN()}},
+	} {
+		a := &nczarr.Array{Meta: nczarr.Meta{DType: tc.dtype, Fill: tc.fill}}
+		valid := validity(a, tc.attrs)
+		for _, v := range tc.valid {
+			if !valid(v) {
+				t.Errorf("%s: %v is not valid", tc.name, v)
+			}
+		}
+		for _, v := range tc.invalid {
+			if valid(v) {
+				t.Errorf("%s: %v is valid", tc.name, v)
+			}
 		}
 	}
 }
