@@ -30,7 +30,7 @@ Examples:
 		Flags: append(sourceFlags(),
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write to `FILE` instead of stdout"},
 			&cli.StringFlag{Name: "index", Usage: "indices of the leading dimensions, comma-separated (`I,J,...`); default 0 each"},
-			&cli.IntFlag{Name: "size", Value: preview.MaxSide, Usage: "longest side in `PIXELS`"},
+			&cli.IntFlag{Name: "size", Value: preview.MaxSide, Usage: "longest side in `PIXELS` (at most 8192)"},
 		),
 		Action: runPreview,
 	}

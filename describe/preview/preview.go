@@ -34,6 +34,9 @@ import (
 const (
 	// MaxSide is the default longest side of a picture, in pixels.
 	MaxSide = 1024
+	// LargestSide is the largest Options.Size: a picture of 8192x8192
+	// pixels takes 768 MiB while drawn.
+	LargestSide = 8192
 	// MaxDecode is the default bound on the decoded bytes of the chunks
 	// one picture reads.
 	MaxDecode = 256 << 20
@@ -49,8 +52,8 @@ type Options struct {
 	// Index gives the index of every dimension but the last two; nil
 	// means 0 for each.
 	Index []int64
-	// Size is the longest side in pixels; 0 means MaxSide. A smaller
-	// slice keeps its size: pixels are never enlarged.
+	// Size is the longest side in pixels, at most LargestSide; 0 means
+	// MaxSide. A smaller slice keeps its size: pixels are never enlarged.
 	Size int
 	// MaxDecode bounds the decoded bytes of the chunks read; 0 means
 	// MaxDecode.
@@ -110,8 +113,8 @@ func Render(ctx context.Context, ds *nczarr.Dataset, path string, opts Options) 
 	if opts.Size == 0 {
 		opts.Size = MaxSide
 	}
-	if opts.Size < 1 {
-		return nil, fmt.Errorf("size %d: must be 1 or more", opts.Size)
+	if opts.Size < 1 || opts.Size > LargestSide {
+		return nil, fmt.Errorf("size %d: must be 1 to %d", opts.Size, LargestSide)
 	}
 	if opts.MaxDecode <= 0 {
 		opts.MaxDecode = MaxDecode

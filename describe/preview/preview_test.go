@@ -233,7 +233,8 @@ func TestRenderRefuses(t *testing.T) {
 		{"lat", Options{}, "only numeric arrays of 2 or more dimensions"},
 		{"float", Options{Index: []int64{3}}, "outside dimension 0"},
 		{"float", Options{Index: []int64{0, 0}}, "needs 1 indices"},
-		{"float", Options{Size: -1}, "must be 1 or more"},
+		{"float", Options{Size: -1}, "must be 1 to 8192"},
+		{"float", Options{Size: 8193}, "must be 1 to 8192"},
 		{"nope", Options{}, "no such array"},
 	} {
 		_, err := Render(context.Background(), ds, tc.path, tc.opts)
