@@ -92,7 +92,7 @@ func ReadArrayInfo(ctx context.Context, ds *nczarr.Dataset, path string) (*Array
 		NCType:      NCType(a),
 		ItemSize:    a.ItemSize,
 		DataSize:    a.Size(),
-		Separator:   m.Separator,
+		Separator:   m.Keys.Sep,
 		Scalar:      a.Scalar,
 		FillValue:   m.Fill,
 		Metadata:    string(ds.Generation),

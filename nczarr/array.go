@@ -9,15 +9,12 @@ import (
 	"io"
 	"math"
 	"math/bits"
-	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/nczarrfs/nczarrfs/cache"
 	"github.com/nczarrfs/nczarrfs/nczarr/codec"
-	"github.com/nczarrfs/nczarrfs/nczarr/zarrmeta"
 	"github.com/nczarrfs/nczarrfs/zmap"
 )
 
@@ -42,125 +39,12 @@ type Array struct {
 	d          *Dataset
 	size       int64 // decoded bytes in all
 	chunkElems int64 // elements in one chunk
-	swap       int   // byte-swap unit, 0 for none
+	swap       int   // byte-swap unit of a big-endian array, 0 for none
 	fill       []byte
 	fillOnce   sync.Once
 	fillChunk  []byte
-	v3         *v3Array   // set for Zarr v3 arrays (v3array.go)
-	objects    *objects   // set for dtype "|O" (vlen.go)
-	elems      *elemCodec // set for other dtypes stored through json2 or msgpack2
-	dimRefs    []string   // NCZarr v3 dimension_references, as written
-}
-
-func newArray(d *Dataset, path string, zarray []byte, zattrs, v1 object) *Array {
-	a := &Array{Path: path, d: d}
-	key := zmap.Join(path, ".zarray")
-	meta, zom, err := zarrmeta.ParseZarray(zarray)
-	zo := object(zom)
-	if err != nil {
-		a.Err = fmt.Errorf("%s: %w", key, err)
-		return a
-	}
-	a.Meta = meta
-
-	// NCZarr's annotation lives in .zarray, .zattrs or a V1 object.
-	var info arrayInfo
-	for _, o := range []object{zattrs.obj("_nczarr_array"), zo.obj("_nczarr_array"), v1} {
-		var ok bool
-		if info, ok = parseArrayInfo(o); ok {
-			break
-		}
-	}
-	a.Scalar = info.Scalar
-	if !a.Scalar {
-		a.DimNames = dimNames(info.DimRefs, zattrs, meta.Shape)
-	}
-	if meta.DType.Kind == 'O' {
-		a.initObjects(zo)
-		return a
-	}
-
-	a.ItemSize = meta.DType.Size
-	a.swap = meta.DType.SwapUnit()
-	if d.Generation != PureZarr && meta.DType.Kind == 'U' && meta.DType.Size == 4 {
-		// netcdf-c 4.8-4.9.0 wrote NC_CHAR as "<U1" with one byte a char.
-		a.ItemSize, a.swap = 1, 0
-	}
-
-	fill, hasFill := zo["fill_value"]
-	if !hasFill && d.Generation != PureZarr {
-		fill, hasFill = zattrs.get("_FillValue")
-		if !hasFill {
-			fill = netcdfDefaultFill(meta.DType)
-		}
-	}
-	if list, ok := fill.([]any); ok && len(list) == 1 && meta.DType.Kind != 'c' {
-		fill = list[0] // NCZarr V1 writes a one-element list
-	}
-	if a.fill, err = meta.DType.EncodeFill(fill, a.ItemSize); err != nil {
-		a.Err = fmt.Errorf("%s: %w", key, err)
-		return a
-	}
-
-	n, ok := product(meta.Shape)
-	a.chunkElems, _ = product(meta.Chunks)
-	if !ok || n > math.MaxInt64/int64(a.ItemSize) {
-		a.Err = fmt.Errorf("%s: shape %v is too large", key, meta.Shape)
-		return a
-	}
-	a.size = n * int64(a.ItemSize)
-	if a.chunkElems <= 0 || a.chunkElems > maxChunkBytes/int64(a.ItemSize) {
-		a.Err = fmt.Errorf("%s: chunks %v hold more than %d bytes", key, meta.Chunks, maxChunkBytes)
-		return a
-	}
-	if id := firstFilter(meta.Filters); objectCodecs[id] != nil && id != "vlen-utf8" && id != "vlen-bytes" {
-		// numcodecs' JSON and MsgPack codecs also store arrays of numbers
-		// and strings, as lists of their elements.
-		a.elems = &elemCodec{id: id}
-		a.Chain, _ = codec.NewChain(nil, nil) // none: the elements are decoded by loadElems
-		if a.elems.steps, err = byteSteps(meta.Filters[1:], meta.Compressor); err != nil {
-			a.Err = fmt.Errorf("%s: %w", key, err)
-		}
-		return a
-	}
-	if a.Chain, err = codec.NewChain(meta.Filters, meta.Compressor, codec.ItemSize(a.ItemSize)); err != nil {
-		a.Err = fmt.Errorf("%s: %w", key, err)
-	}
-	return a
-}
-
-// firstFilter is the id of the first of filters, or "".
-func firstFilter(filters []json.RawMessage) string {
-	if len(filters) == 0 {
-		return ""
-	}
-	id, _ := codec.ID(filters[0])
-	return id
-}
-
-// byteSteps looks up the byte codecs after an element codec (the other
-// filters, then the compressor), in encoding order.
-func byteSteps(filters []json.RawMessage, compressor json.RawMessage) ([]codec.Codec, error) {
-	var steps []codec.Codec
-	for _, c := range slices.Concat(filters, []json.RawMessage{compressor}) {
-		if len(c) == 0 || string(c) == "null" {
-			continue
-		}
-		step, err := codec.Lookup(c)
-		if err != nil {
-			return nil, err
-		}
-		steps = append(steps, step)
-	}
-	return steps, nil
-}
-
-// elemCodec is the state of an array of fixed-size elements (numbers,
-// strings) stored through an object codec that lists them (json2,
-// msgpack2), as numcodecs' own fixtures store "<i4" and "<U3" arrays.
-type elemCodec struct {
-	id    string        // json2 or msgpack2
-	steps []codec.Codec // the byte codecs after it, in encoding order
+	objects    *objects // set for variable-length elements (vlen.go)
+	dimRefs    []string // NCZarr dimension references, as written
 }
 
 // loadElems reads and decodes a chunk of an elemCodec array into a
@@ -179,23 +63,24 @@ func (a *Array) loadElems(ctx context.Context, key string, alloc cache.Alloc, cp
 		cpu <- struct{}{}
 		defer func() { <-cpu }()
 	}
-	steps := a.elems.steps
+	elems := a.Meta.Pipeline.Elems
+	steps := elems.Steps
 	for i := len(steps) - 1; i >= 0; i-- {
 		if data, err = steps[i].Decode(nil, data, -1, maxChunkBytes); err != nil {
 			return nil, fmt.Errorf("chunk %s: %w", key, err)
 		}
 	}
 	n := int(a.chunkElems)
-	elems, err := objectCodecs[a.elems.id](data, n)
-	if err == nil && len(elems) != n {
-		err = fmt.Errorf("%d elements, want %d", len(elems), n)
+	list, err := objectCodecs[elems.Codec](data, n)
+	if err == nil && len(list) != n {
+		err = fmt.Errorf("%d elements, want %d", len(list), n)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("chunk %s: %w: %s: %w", key, codec.ErrCorrupt, a.elems.id, err)
+		return nil, fmt.Errorf("chunk %s: %w: %s: %w", key, codec.ErrCorrupt, elems.Codec, err)
 	}
 	is := a.ItemSize
 	out := alloc(n * is)[:n*is]
-	for i, e := range elems {
+	for i, e := range list {
 		var v any
 		if err := decodeJSON(e, &v); err != nil {
 			return nil, fmt.Errorf("chunk %s: %w: element %d: %w", key, codec.ErrCorrupt, i, err)
@@ -213,25 +98,6 @@ func (a *Array) loadElems(ctx context.Context, key string, alloc cache.Alloc, cp
 // (netcdf-c 4.9.0) prints it for a pure Zarr array without
 // _ARRAY_DIMENSIONS: "_zdim_16". header.cdl, info.json and ls all use it.
 func AnonymousDim(n int64) string { return "_zdim_" + strconv.FormatInt(n, 10) }
-
-// dimNames names an array's dimensions the way netcdf-c would.
-func dimNames(refs []string, zattrs object, shape []int64) []string {
-	if len(refs) == len(shape) && len(refs) > 0 {
-		out := make([]string, len(refs))
-		for i, r := range refs {
-			out[i] = r[strings.LastIndexByte(r, '/')+1:]
-		}
-		return out
-	}
-	if names, ok := zattrs.strings("_ARRAY_DIMENSIONS"); ok && len(names) == len(shape) {
-		return names
-	}
-	out := make([]string, len(shape))
-	for i, n := range shape {
-		out[i] = AnonymousDim(n)
-	}
-	return out
-}
 
 // netcdfDefaultFill is netCDF's default fill for the type, used by NCZarr
 // when an array states no fill value.
@@ -264,22 +130,19 @@ func product(dims []int64) (int64, bool) {
 // Size is the length in bytes of the decoded array.
 func (a *Array) Size() int64 { return a.size }
 
-// ChunkKey is the store key of the chunk with grid index idx.
+// ChunkKey is the read path's key of the chunk with grid index idx: the
+// stored chunk's, or for a sharded array an inner chunk's in its shard
+// (innerKey).
 func (a *Array) ChunkKey(idx []int64) string {
-	if a.v3 != nil {
-		return a.v3ChunkKey(idx)
+	m := &a.Meta
+	if m.Pipeline == nil || m.Pipeline.Shard == nil {
+		return m.Keys.Key(a.Path, idx)
 	}
-	if len(idx) == 0 {
-		return zmap.Join(a.Path, "0")
+	shard := make([]int64, len(idx))
+	for d, x := range idx {
+		shard[d] = x * m.Chunks[d] / m.Grid[d]
 	}
-	var b strings.Builder
-	for i, x := range idx {
-		if i > 0 {
-			b.WriteString(a.Meta.Separator)
-		}
-		b.WriteString(strconv.FormatInt(x, 10))
-	}
-	return zmap.Join(a.Path, b.String())
+	return innerKey(m.Keys.Key(a.Path, shard), idx)
 }
 
 // copyOp copies n bytes at off of chunk number chunk to dst.
@@ -520,29 +383,37 @@ func (a *Array) chunkOf(ref *cache.Ref) chunkRef {
 // load reads and decodes one chunk; (nil, nil) when it is not stored.
 // The decoded bytes go into a buffer from alloc when alloc is not nil.
 // When cpu is not nil, the decoding waits for a slot in it (the reading
-// does not: on S3 it is mostly waiting).
+// does not: on S3 it is mostly waiting). The pipeline says how: an
+// element codec (loadElems), a chunk stored whole (loadStored) or an
+// inner chunk of a shard (loadInner); then the bytes are swapped to
+// little-endian and the transposes undone (a v2 array's Fortran order is
+// one).
 func (a *Array) load(ctx context.Context, key string, alloc cache.Alloc, cpu chan struct{}) ([]byte, error) {
-	if a.v3 != nil {
-		return a.loadV3(ctx, key, alloc, cpu)
-	}
+	alloc = allocOrMake(alloc)
+	size := int(a.chunkElems) * a.ItemSize
+	p := a.Meta.Pipeline
+	leaf := p
 	var data []byte
 	var err error
-	if a.elems != nil {
-		// Elements come out in output form: no byte swap.
-		if data, err = a.loadElems(ctx, key, allocOrMake(alloc), cpu); data == nil || err != nil {
-			return nil, err
-		}
-	} else {
-		size := int(a.chunkElems) * a.ItemSize
-		if data, err = a.loadStored(ctx, key, a.Chain, allocOrMake(alloc), size, cpu); data == nil || err != nil {
-			return nil, err
-		}
-		if a.swap > 1 {
-			swapBytes(data, a.swap)
-		}
+	switch {
+	case p.Elems != nil:
+		data, err = a.loadElems(ctx, key, alloc, cpu)
+	case p.Shard == nil:
+		data, err = a.loadStored(ctx, key, p.Chain, alloc, size, cpu)
+	default:
+		data, leaf, err = a.loadInner(ctx, key, alloc, size, cpu)
 	}
-	if a.Meta.Order == 'F' && len(a.Meta.Chunks) > 1 {
-		data = fortranToC(data, a.Meta.Chunks, a.ItemSize)
+	if data == nil || err != nil {
+		return nil, err
+	}
+	if a.swap > 1 {
+		swapBytes(data, a.swap)
+	}
+	if len(leaf.Perms) > 0 {
+		data = untranspose(data, a.Meta.Inner, leaf.Perms, a.ItemSize)
+	}
+	if a.Meta.Outer != nil {
+		data = untranspose(data, a.Meta.Chunks, p.Perms, a.ItemSize)
 	}
 	return data, nil
 }
@@ -663,16 +534,6 @@ func (a *Array) filled() []byte {
 		}
 	})
 	return a.fillChunk
-}
-
-// fortranToC reorders a chunk stored in Fortran (column-major) order: it
-// is the C-order array of the reversed shape, transposed back.
-func fortranToC(src []byte, shape []int64, is int) []byte {
-	perm := make([]int, len(shape))
-	for k := range perm {
-		perm[k] = len(shape) - 1 - k
-	}
-	return transposeBack(src, shape, perm, is)
 }
 
 // swapBytes reverses every unit-byte group of b in place.

@@ -11,6 +11,6 @@ type DType = dtype.DType
 // Field is one field of a structured data type (package dtype).
 type Field = dtype.Field
 
-// Meta is an array's checked .zarray, or for Zarr v3 the same facts from
-// zarr.json (package zarrmeta).
-type Meta = zarrmeta.Meta
+// Meta is an array's metadata model, whichever Zarr version wrote it
+// (package zarrmeta).
+type Meta = zarrmeta.Array

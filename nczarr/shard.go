@@ -80,24 +80,24 @@ func parseInnerKey(key string, rank int) (shard string, idx []int64, err error) 
 // descending through nested shards. ok is false when the chunk is not
 // stored (its shard is missing, or the index says empty).
 func (a *Array) locateInner(ctx context.Context, key string, idx []int64) (r region, leaf *zarrmeta.Pipeline, ok bool, err error) {
-	v := a.v3
+	m := &a.Meta
 	rank := len(idx)
 	// rel is the chunk's first element, relative to the current level's
 	// shard.
 	rel := make([]int64, rank)
 	for d := range rank {
-		rel[d] = (idx[d] * a.Meta.Chunks[d]) % v.gridShape[d]
+		rel[d] = (idx[d] * m.Chunks[d]) % m.Grid[d]
 	}
-	if v.outer != nil {
+	if m.Outer != nil {
 		// The shard's inner chunks are laid out in the transposed axes.
 		t := make([]int64, rank)
-		for k, ax := range v.outer {
+		for k, ax := range m.Outer {
 			t[k] = rel[ax]
 		}
 		rel = t
 	}
 	r = region{key: key, n: -1}
-	p := v.pipe
+	p := m.Pipeline
 	for p.Shard != nil {
 		s := p.Shard
 		index, err := a.shardIndex(ctx, s, r)
@@ -191,7 +191,7 @@ func isNotFound(err error) bool { return errors.Is(err, zmap.ErrNotFound) }
 // of the stored object, or when the shard went through bytes-to-bytes
 // codecs (a crc32c of the whole shard), of the decoded shard.
 func (a *Array) readRegion(ctx context.Context, key string, p []byte, off int64) error {
-	if len(a.v3.pipe.Whole) == 0 {
+	if len(a.Meta.Pipeline.Whole) == 0 {
 		return a.readFull(ctx, key, p, off)
 	}
 	b, err := a.wholeShard(ctx, key)
@@ -211,7 +211,7 @@ func (a *Array) readRegion(ctx context.Context, key string, p []byte, off int64)
 // regionSize is the size of the shard stored as key, decoded when it went
 // through bytes-to-bytes codecs.
 func (a *Array) regionSize(ctx context.Context, key string) (int64, error) {
-	if len(a.v3.pipe.Whole) == 0 {
+	if len(a.Meta.Pipeline.Whole) == 0 {
 		return a.d.store.Size(ctx, key)
 	}
 	b, err := a.wholeShard(ctx, key)
@@ -236,7 +236,7 @@ func (a *Array) wholeShard(ctx context.Context, key string) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("shard %s: %w", key, err)
 		}
-		for _, c := range a.v3.pipe.Whole {
+		for _, c := range a.Meta.Pipeline.Whole {
 			if b, err = c.Decode(nil, b, -1, maxChunkBytes); err != nil {
 				return nil, fmt.Errorf("shard %s: %w", key, err)
 			}

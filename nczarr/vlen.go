@@ -45,43 +45,6 @@ var objectCodecs = map[string]func(src []byte, n int) ([][]byte, error){
 	"msgpack2":   decodeMsgpack2,
 }
 
-// initObjects sets up an array of dtype "|O", as zarr-python reads it:
-// the first filter is the object codec, and the fill value is kept as
-// written. An unsupported object codec is kept in a.Err.
-func (a *Array) initObjects(zo object) {
-	key := zmap.Join(a.Path, ".zarray")
-	m := a.Meta
-	if len(m.Filters) == 0 {
-		a.Err = fmt.Errorf("%s: dtype %q needs an object codec as its first filter", key, m.DType.Str)
-		return
-	}
-	id, err := codec.ID(m.Filters[0])
-	if err != nil {
-		a.Err = fmt.Errorf("%s: %w", key, err)
-		return
-	}
-	if objectCodecs[id] == nil {
-		a.Err = fmt.Errorf("%s: %w %q as the object codec of dtype %q", key, codec.ErrUnknown, id, m.DType.Str)
-		return
-	}
-	o := &objects{codec: id}
-	if o.steps, err = byteSteps(m.Filters[1:], m.Compressor); err != nil {
-		a.Err = fmt.Errorf("%s: %w", key, err)
-		return
-	}
-	if o.fill, err = json.Marshal(zo["fill_value"]); err != nil {
-		a.Err = fmt.Errorf("%s: fill_value: %w", key, err)
-		return
-	}
-	n, ok := product(m.Shape)
-	a.chunkElems, _ = product(m.Chunks)
-	if !ok || n > maxObjectsJSON/4 || a.chunkElems <= 0 || a.chunkElems > maxChunkBytes/4 {
-		a.Err = fmt.Errorf("%s: shape %v or chunks %v are too large for an object array", key, m.Shape, m.Chunks)
-		return
-	}
-	a.objects = o
-}
-
 // Objects reports whether the array holds variable-length objects (dtype
 // "|O", such as variable-length strings). Such an array has no data bytes
 // (Size is 0, ReadAt reads nothing): JSON returns its elements.

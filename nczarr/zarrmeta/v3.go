@@ -47,7 +47,10 @@ type Pipeline struct {
 	BigEndian bool    // the bytes codec's endian
 	Shard     *Shard
 	Chain     *codec.Chain // the bytes-to-bytes codecs
-	// whole decodes a shard stored through bytes-to-bytes codecs (chain),
+	// Elems is set when the array-to-bytes codec is an element codec
+	// (then there are no transposes, bytes codec or shard).
+	Elems *Elems
+	// Whole decodes a shard stored through bytes-to-bytes codecs (chain),
 	// one step at a time in decoding order: such a shard is read whole.
 	Whole []codec.Codec
 }
@@ -242,4 +245,169 @@ func ParseKeyEncoding(v any) (KeyEncoding, error) {
 		}
 	}
 	return k, nil
+}
+
+// v3Members are the members a v3 array's zarr.json may have. Any other
+// member must be an object saying "must_understand": false.
+var v3Members = map[string]bool{
+	"zarr_format": true, "node_type": true, "shape": true, "data_type": true,
+	"chunk_grid": true, "chunk_key_encoding": true, "fill_value": true,
+	"codecs": true, "attributes": true, "dimension_names": true,
+	"storage_transformers": true,
+}
+
+// ParseV3 reads a v3 array's zarr.json, decoded (DecodeJSON); the caller
+// has checked its zarr_format and node_type. Any problem is an error and
+// no model: the codecs decide the shape of the chunks it reports.
+func ParseV3(doc map[string]any) (*Array, error) {
+	for name, v := range doc {
+		if v3Members[name] {
+			continue
+		}
+		if m, ok := v.(map[string]any); !ok || m["must_understand"] != false {
+			return nil, fmt.Errorf("member %q is not understood", name)
+		}
+	}
+	if list, _ := doc["storage_transformers"].([]any); len(list) > 0 {
+		var names []string
+		for _, e := range list {
+			m, _ := e.(map[string]any)
+			name, _ := m["name"].(string)
+			names = append(names, fmt.Sprintf("%q", name))
+		}
+		return nil, fmt.Errorf("storage_transformers %s are not supported: chunks are read only as the codecs store them", strings.Join(names, ", "))
+	}
+	shape, err := IntList(doc["shape"], "shape")
+	if err != nil {
+		return nil, err
+	}
+	dt, err := dtype.ParseV3(doc["data_type"])
+	if err != nil {
+		return nil, err
+	}
+	grid := objMember(doc, "chunk_grid")
+	if name, _ := grid["name"].(string); name != "regular" {
+		return nil, fmt.Errorf("chunk_grid %v is not supported (only regular)", doc["chunk_grid"])
+	}
+	gridShape, err := IntList(objMember(grid, "configuration")["chunk_shape"], "chunk_grid chunk_shape")
+	if err != nil {
+		return nil, err
+	}
+	if len(gridShape) != len(shape) {
+		return nil, fmt.Errorf("chunk_shape %v and shape %v differ in rank", gridShape, shape)
+	}
+	for _, c := range gridShape {
+		if c <= 0 {
+			return nil, fmt.Errorf("bad chunk_shape %v", gridShape)
+		}
+	}
+	keys, err := ParseKeyEncoding(doc["chunk_key_encoding"])
+	if err != nil {
+		return nil, err
+	}
+	codecs, err := ParseCodecs(doc["codecs"], "codecs")
+	if err != nil {
+		return nil, err
+	}
+	attrs := objMember(doc, "attributes")
+	m := &Array{
+		Format: 3, Shape: shape, Grid: gridShape, Order: 'C', Keys: keys,
+		Codecs: codecs, Attrs: attrs, Doc: doc,
+	}
+	m.Fill, m.HasFill = doc["fill_value"]
+	if list, ok := doc["dimension_names"].([]any); ok && len(list) == len(shape) {
+		m.DimNames = make([]string, len(list))
+		for i, n := range list {
+			m.DimNames[i], _ = n.(string)
+		}
+	}
+	if dt.Kind == 'O' {
+		if err := m.v3Elems(dt); err != nil {
+			return nil, err
+		}
+		return m, nil
+	}
+	pipe, err := ParsePipeline(codecs, gridShape, dt)
+	if err != nil {
+		return nil, err
+	}
+	// The read path's grid is that of the innermost chunks. Transposes
+	// before sharding_indexed make the shard's grid of inner chunks one of
+	// the transposed shard: in the array's axes an inner chunk is a block
+	// of the inverse-permuted shape.
+	chunks, leaf := gridShape, pipe
+	for leaf.Shard != nil {
+		chunks, leaf = leaf.Shard.Chunks, leaf.Shard.Inner
+	}
+	inner := chunks
+	var outer []int
+	if pipe.Shard != nil && len(pipe.Perms) > 0 {
+		outer = ComposePerms(pipe.Perms, len(shape))
+		chunks = make([]int64, len(inner))
+		for k, ax := range outer {
+			chunks[ax] = inner[k]
+		}
+	}
+	dt.BigEndian = leaf.BigEndian && dt.Size > 1 && dt.Kind != 'V' && dt.Kind != 'b' && dt.Kind != 'S'
+	if leaf.BigEndian && len(dt.Fields) > 0 {
+		for _, f := range dt.Fields {
+			if f.DType.SwapUnit() > 0 || f.DType.Size > 1 && f.DType.Kind != 'S' && f.DType.Kind != 'V' && f.DType.Kind != 'b' {
+				return nil, fmt.Errorf("data_type struct with multi-byte fields stored big-endian is not supported")
+			}
+		}
+	}
+	dt.Str = dt.Numpy()
+	m.DType, m.Chunks, m.Inner, m.Outer, m.Pipeline = dt, chunks, inner, outer, pipe
+	return m, nil
+}
+
+// v3Elems sets up an array of a variable-length type (string,
+// variable_length_bytes, bytes): its array-to-bytes codec is vlen-utf8 or
+// vlen-bytes, the rest bytes-to-bytes codecs.
+func (m *Array) v3Elems(dt dtype.DType) error {
+	want := "vlen-bytes"
+	if dt.Str == "string" {
+		want = "vlen-utf8"
+	}
+	if len(m.Codecs) == 0 || strings.TrimPrefix(m.Codecs[0].Name, "numcodecs.") != want {
+		return fmt.Errorf("data_type %s needs %s as its first codec; codecs are %v", dt.Str, want, Names(m.Codecs))
+	}
+	e := &Elems{Codec: want}
+	for _, c := range m.Codecs[1:] {
+		cfg, err := codec.V3Config(c.Name, c.Config)
+		if err != nil {
+			return err
+		}
+		step, err := codec.Lookup(cfg)
+		if err != nil {
+			return err
+		}
+		e.Steps = append(e.Steps, step)
+	}
+	if s, ok := m.Fill.(string); ok && want == "vlen-bytes" {
+		// A bytes fill is base64 of the bytes, as data.json spells bytes.
+		if _, ok := dtype.Base64(s); !ok {
+			return fmt.Errorf("fill_value %q is not base64", s)
+		}
+	}
+	m.DType, m.Chunks, m.Inner = dt, m.Grid, m.Grid
+	m.Pipeline = &Pipeline{Elems: e}
+	return nil
+}
+
+// ComposePerms is the one permutation the transposes perms (in encoding
+// order) make together: axis k of the result is axis out[k] of the input.
+func ComposePerms(perms [][]int, rank int) []int {
+	out := make([]int, rank)
+	for k := range out {
+		out[k] = k
+	}
+	for _, p := range perms {
+		next := make([]int, rank)
+		for k, x := range p {
+			next[k] = out[x]
+		}
+		out = next
+	}
+	return out
 }
