@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nczarrfs/nczarrfs/cache"
 	"github.com/nczarrfs/nczarrfs/nczarr/codec"
 	"github.com/nczarrfs/nczarrfs/nczarr/zarrmeta"
 	"github.com/nczarrfs/nczarrfs/zmap"
@@ -247,4 +248,40 @@ func (a *Array) wholeShard(ctx context.Context, key string) ([]byte, error) {
 		return load(ctx)
 	}
 	return a.d.cache.Get(ctx, key+"#whole", load)
+}
+
+// loadInner reads and decodes the inner chunk of a sharded array that
+// key names (innerKey) into a buffer from alloc; (nil, nil) when it is not
+// stored. leaf is the pipeline that encoded it.
+func (a *Array) loadInner(ctx context.Context, key string, alloc cache.Alloc, size int, cpu chan struct{}) (data []byte, leaf *zarrmeta.Pipeline, err error) {
+	shard, idx, err := parseInnerKey(key, len(a.Meta.Shape))
+	if err != nil {
+		return nil, nil, err
+	}
+	r, leaf, ok, err := a.locateInner(ctx, shard, idx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("chunk %s: %w", key, err)
+	}
+	if !ok {
+		return nil, nil, nil
+	}
+	if leaf.Chain.Len() == 0 {
+		if r.n != int64(size) {
+			return nil, nil, fmt.Errorf("chunk %s: %w: stored %d bytes, want %d", key, codec.ErrCorrupt, r.n, size)
+		}
+		data = alloc(size)[:size]
+		if err := a.readRegion(ctx, r.key, data, r.off); err != nil {
+			return nil, nil, fmt.Errorf("chunk %s: %d bytes at %d: %w", key, r.n, r.off, err)
+		}
+		return data, leaf, nil
+	}
+	raw, put := pooledBuffer(int(r.n))
+	if err := a.readRegion(ctx, r.key, raw, r.off); err != nil {
+		put()
+		return nil, nil, fmt.Errorf("chunk %s: %d bytes at %d: %w", key, r.n, r.off, err)
+	}
+	if data, err = decodeRaw(leaf.Chain, raw, put, alloc, size, cpu); err != nil {
+		return nil, nil, fmt.Errorf("chunk %s: %w", key, err)
+	}
+	return data, leaf, nil
 }

@@ -2,6 +2,7 @@ package nczarr
 
 import (
 	"encoding/json"
+	"fmt"
 )
 
 // The generations of Zarr v3 metadata: plain Zarr v3, and NCZarr's v3
@@ -30,4 +31,27 @@ func (a *Array) CodecsV3() []CodecV3 {
 		out[i] = CodecV3{Name: c.Name, Configuration: c.Config}
 	}
 	return out
+}
+
+// v3Doc parses a zarr.json and checks its zarr_format.
+func v3Doc(data []byte) (object, error) {
+	doc, err := parseObject(data)
+	if err != nil {
+		return nil, err
+	}
+	if f, _ := doc["zarr_format"].(json.Number); f != "3" {
+		return nil, fmt.Errorf("zarr_format %v is not 3", doc["zarr_format"])
+	}
+	switch t, _ := doc["node_type"].(string); t {
+	case "array", "group":
+	default:
+		return nil, fmt.Errorf("node_type %q is not array or group", t)
+	}
+	return doc, nil
+}
+
+// nodeType is a zarr.json's node_type, checked by v3Doc.
+func (o object) nodeType() string {
+	t, _ := o["node_type"].(string)
+	return t
 }
