@@ -1,11 +1,15 @@
-// Package zarrmeta parses the documents that describe a Zarr array into
-// what the read path needs, and knows nothing of stores and reading: a v2
-// .zarray (shape, chunks, data type, order, key separator, filters and
-// compressor, fill value), and the parts of a v3 zarr.json that are not
-// data types (package dtype): the chunk key encoding and the codec
-// pipeline, sharding included. Metadata JSON is decoded as real writers
-// produce it (DecodeJSON).
+// Package zarrmeta is the metadata model of a Zarr array, whichever
+// version of the format wrote it (Array), and one parser per version that
+// fills it: ParseV2 from a .zarray and its .zattrs, ParseV3 from a
+// zarr.json. The model holds the shape, the chunks and chunk grid, the
+// chunk key encoding, the data type (package dtype), the fill value, the
+// codec pipeline (transposes, an array-to-bytes codec that may be
+// sharding_indexed or an element codec, bytes-to-bytes codecs; a v2
+// array's order, byte order, filters and compressor become one), the
+// dimension names and the attributes. Metadata JSON is decoded as real
+// writers produce it (DecodeJSON). The package knows nothing of stores and
+// reading.
 //
-// Package nczarr assembles an Array from these parts and reads NCZarr's
-// annotations on top of them.
+// Package nczarr reads NCZarr's annotations on top of the model and
+// builds an Array and its read path from it.
 package zarrmeta
