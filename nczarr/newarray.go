@@ -116,8 +116,11 @@ func newArrayFrom(d *Dataset, path, key string, m *zarrmeta.Array, nc ncArray, c
 	if nc.itemSize != 0 {
 		a.ItemSize = nc.itemSize
 	}
-	if leaf := m.Leaf(); leaf != nil && leaf.BigEndian {
-		a.swap = m.DType.SwapUnit()
+	if leaf := m.Leaf(); leaf != nil {
+		a.Chain = leaf.Chain
+		if leaf.BigEndian {
+			a.swap = m.DType.SwapUnit()
+		}
 	}
 	var err error
 	if a.fill, err = m.EncodeFill(nc.fill, a.ItemSize); err != nil {
@@ -138,7 +141,6 @@ func newArrayFrom(d *Dataset, path, key string, m *zarrmeta.Array, nc ncArray, c
 	if codecErr != nil {
 		return fail(codecErr)
 	}
-	a.Chain = m.Leaf().Chain
 	return a
 }
 
