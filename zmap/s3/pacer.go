@@ -1,0 +1,166 @@
+package s3
+
+import (
+	"context"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+)
+
+// pacer bounds a Store's operations in flight and moves the bound with
+// the server's answers, additive increase and multiplicative decrease as
+// TCP does with its window: every throttling answer (503, 429) halves it,
+// once for the requests that were in flight when the first of them
+// came, and every success raises it by 1/limit, about one a round trip.
+// One pacer serves the whole Store, so that all its readers slow down
+// together when the bucket says so, and speed up again together.
+type pacer struct {
+	max, min float64
+
+	mu       sync.Mutex
+	limit    float64       // GUARDED_BY(mu)
+	lowest   float64       // GUARDED_BY(mu): the lowest limit so far
+	inFlight int           // GUARDED_BY(mu)
+	lastCut  time.Time     // GUARDED_BY(mu)
+	wake     chan struct{} // GUARDED_BY(mu): closed when a slot may be free
+
+	throttled atomic.Int64 // throttling answers seen
+}
+
+func newPacer(limit int) *pacer {
+	return &pacer{max: float64(limit), min: 1, limit: float64(limit), lowest: float64(limit), wake: make(chan struct{})}
+}
+
+// acquire waits for a slot, or for ctx to end; release gives it back.
+func (p *pacer) acquire(ctx context.Context) (release func(), err error) {
+	for {
+		p.mu.Lock()
+		if p.inFlight < int(p.limit) {
+			p.inFlight++
+			p.mu.Unlock()
+			var once sync.Once
+			return func() { once.Do(p.release) }, nil
+		}
+		wake := p.wake
+		p.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (p *pacer) release() {
+	p.mu.Lock()
+	p.inFlight--
+	p.signal()
+	p.mu.Unlock()
+}
+
+// signal wakes the waiters to try for a slot. p.mu is held.
+func (p *pacer) signal() {
+	close(p.wake)
+	p.wake = make(chan struct{})
+}
+
+// throttle notes a throttling answer to a request sent at sent. Answers
+// to requests sent before the last cut were part of the burst that cut
+// it, and cut it no further.
+func (p *pacer) throttle(sent time.Time) {
+	p.throttled.Add(1)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if sent.Before(p.lastCut) {
+		return
+	}
+	p.limit = max(p.min, p.limit/2)
+	p.lowest = min(p.lowest, p.limit)
+	p.lastCut = time.Now()
+}
+
+// succeed notes an answer that was not throttled.
+func (p *pacer) succeed() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.limit >= p.max {
+		return
+	}
+	before := int(p.limit)
+	p.limit = min(p.max, p.limit+1/p.limit)
+	if int(p.limit) > before {
+		p.signal()
+	}
+}
+
+// state returns the current and the lowest limit.
+func (p *pacer) state() (limit, lowest int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return int(p.limit), int(p.lowest)
+}
+
+// pacedClient is the Store's HTTP client: it tells the pacer what every
+// answer said.
+type pacedClient struct {
+	aws.HTTPClient
+	p *pacer
+}
+
+func (c pacedClient) Do(r *http.Request) (*http.Response, error) {
+	sent := time.Now()
+	resp, err := c.HTTPClient.Do(r)
+	if err == nil {
+		switch {
+		case throttleStatus(resp.StatusCode):
+			c.p.throttle(sent)
+		case resp.StatusCode < 500:
+			c.p.succeed()
+		}
+	}
+	return resp, err
+}
+
+// throttleStatus reports whether an HTTP status asks the client to slow
+// down: 503 (S3's SlowDown) or 429.
+func throttleStatus(status int) bool {
+	return status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests
+}
+
+// backoff is the wait before retry number attempt (1 for the first):
+// random in [d/2, d) with d doubling from 50 ms, up to 1 s. Short, so that
+// several retries and resumes fit in one operation's timeout; the pacer,
+// not the wait, is what relieves a throttling server.
+type backoff struct{}
+
+func (backoff) BackoffDelay(attempt int, _ error) (time.Duration, error) {
+	return backoffDelay(attempt), nil
+}
+
+func backoffDelay(attempt int) time.Duration {
+	d := time.Second
+	if attempt < 6 {
+		d = 50 * time.Millisecond << max(attempt-1, 0)
+	}
+	return d/2 + rand.N(d/2)
+}
+
+// sleep waits d, or until ctx ends; it reports whether d passed. It does
+// not start a wait that would outlast ctx's deadline.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
