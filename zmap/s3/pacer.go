@@ -1,6 +1,7 @@
 package s3
 
 import (
+	"container/list"
 	"context"
 	"math/rand/v2"
 	"net/http"
@@ -22,50 +23,66 @@ type pacer struct {
 	max, min float64
 
 	mu       sync.Mutex
-	limit    float64       // GUARDED_BY(mu)
-	lowest   float64       // GUARDED_BY(mu): the lowest limit so far
-	inFlight int           // GUARDED_BY(mu)
-	lastCut  time.Time     // GUARDED_BY(mu)
-	wake     chan struct{} // GUARDED_BY(mu): closed when a slot may be free
+	limit    float64   // GUARDED_BY(mu)
+	lowest   float64   // GUARDED_BY(mu): the lowest limit so far
+	inFlight int       // GUARDED_BY(mu)
+	lastCut  time.Time // GUARDED_BY(mu)
+	// waiters are the callers of acquire waiting for a slot, first come
+	// first served, so that none waits out its timeout behind later ones.
+	waiters list.List // GUARDED_BY(mu): chan struct{}, closed when granted
 
 	throttled atomic.Int64 // throttling answers seen
 }
 
 func newPacer(limit int) *pacer {
-	return &pacer{max: float64(limit), min: 1, limit: float64(limit), lowest: float64(limit), wake: make(chan struct{})}
+	return &pacer{max: float64(limit), min: 1, limit: float64(limit), lowest: float64(limit)}
 }
 
 // acquire waits for a slot, or for ctx to end; release gives it back.
 func (p *pacer) acquire(ctx context.Context) (release func(), err error) {
-	for {
-		p.mu.Lock()
-		if p.inFlight < int(p.limit) {
-			p.inFlight++
-			p.mu.Unlock()
-			var once sync.Once
-			return func() { once.Do(p.release) }, nil
-		}
-		wake := p.wake
+	var once sync.Once
+	release = func() { once.Do(p.release) }
+	p.mu.Lock()
+	if p.waiters.Len() == 0 && p.inFlight < int(p.limit) {
+		p.inFlight++
 		p.mu.Unlock()
+		return release, nil
+	}
+	granted := make(chan struct{})
+	el := p.waiters.PushBack(granted)
+	p.mu.Unlock()
+	select {
+	case <-granted:
+		return release, nil
+	case <-ctx.Done():
+		p.mu.Lock()
 		select {
-		case <-wake:
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		case <-granted:
+			// Granted as ctx ended: pass the slot on.
+			p.inFlight--
+			p.grant()
+		default:
+			p.waiters.Remove(el)
 		}
+		p.mu.Unlock()
+		return nil, ctx.Err()
 	}
 }
 
 func (p *pacer) release() {
 	p.mu.Lock()
 	p.inFlight--
-	p.signal()
+	p.grant()
 	p.mu.Unlock()
 }
 
-// signal wakes the waiters to try for a slot. p.mu is held.
-func (p *pacer) signal() {
-	close(p.wake)
-	p.wake = make(chan struct{})
+// grant hands the free slots to the first waiters. p.mu is held.
+func (p *pacer) grant() {
+	for p.inFlight < int(p.limit) && p.waiters.Len() > 0 {
+		granted := p.waiters.Remove(p.waiters.Front()).(chan struct{})
+		p.inFlight++
+		close(granted)
+	}
 }
 
 // throttle notes a throttling answer to a request sent at sent. Answers
@@ -90,11 +107,8 @@ func (p *pacer) succeed() {
 	if p.limit >= p.max {
 		return
 	}
-	before := int(p.limit)
 	p.limit = min(p.max, p.limit+1/p.limit)
-	if int(p.limit) > before {
-		p.signal()
-	}
+	p.grant()
 }
 
 // state returns the current and the lowest limit.

@@ -75,6 +75,35 @@ func TestPacer(t *testing.T) {
 	if err := <-got; err != nil {
 		t.Fatalf("acquire after the release: %v", err)
 	}
+
+	// Waiters are served first come, first served.
+	release, err = p.acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	order := make(chan int, 3)
+	for i := range 3 {
+		go func() {
+			r, err := p.acquire(context.Background())
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			order <- i
+			r()
+		}()
+		for waiting := 0; waiting <= i; {
+			p.mu.Lock()
+			waiting = p.waiters.Len()
+			p.mu.Unlock()
+		}
+	}
+	release()
+	for want := range 3 {
+		if got := <-order; got != want {
+			t.Fatalf("waiter %d got the slot in turn %d", got, want)
+		}
+	}
 }
 
 // TestBackoffDelay checks the waits between retries: random in [d/2, d)
