@@ -215,7 +215,7 @@ func (a *Array) loadV3(ctx context.Context, key string, alloc cache.Alloc, cpu c
 				put()
 				return nil, fmt.Errorf("chunk %s: %d bytes at %d: %w", key, r.n, r.off, err)
 			}
-			if data, err = decodeRaw(leaf.chain, raw, put, alloc, size, cpu); err != nil {
+			if data, err = decodeRaw(ctx, leaf.chain, raw, put, alloc, size, cpu); err != nil {
 				return nil, fmt.Errorf("chunk %s: %w", key, err)
 			}
 		}
