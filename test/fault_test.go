@@ -293,6 +293,9 @@ func TestS3MountRandomFaults(t *testing.T) {
 	if ok.Load() == 0 {
 		t.Error("no read succeeded under 10% faults")
 	}
+	if eio.Load() > 0 {
+		t.Errorf("%d reads failed with EIO; every fault should have been retried or resumed", eio.Load())
+	}
 	if time.Duration(slowest.Load()) > hangLimit {
 		t.Errorf("the slowest read took %v; the S3 timeout is %v", time.Duration(slowest.Load()), faultTimeout)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nczarrfs/nczarrfs/internal/faultproxy"
+	"github.com/nczarrfs/nczarrfs/zmap"
 	"github.com/nczarrfs/nczarrfs/zmap/s3"
 )
 
@@ -187,6 +188,30 @@ func TestReadChangedObject(t *testing.T) {
 			b, err := st.Get(context.Background(), dir+"/obj")
 			if err != nil || !bytes.Equal(b, newData) {
 				t.Errorf("the next Get: %d bytes, %v; want the new version", len(b), err)
+			}
+		})
+	}
+}
+
+// TestErrorBodyFaults breaks the error answer (404 NoSuchKey) to a read
+// of a missing object once, in each way a body breaks: the SDK asks
+// again (or the 404 status alone says it, when the document is cut
+// short), and the read says the object is not there. A stalled error
+// document is given up after a fifth of the timeout, as a stalled object
+// body is, instead of using up the timeout.
+func TestErrorBodyFaults(t *testing.T) {
+	env := newRetryEnv(t, nil)
+	st := env.open(t, s3.Options{Timeout: 3 * time.Second})
+	for _, f := range bodyFaults {
+		t.Run(f.String(), func(t *testing.T) {
+			dir := "missing-" + strings.NewReplacer(" ", "-", ",", "").Replace(f.String())
+			env.proxy.Inject(objectKey(dir), f, 1)
+			_, err := st.Get(context.Background(), dir+"/obj")
+			if !errors.Is(err, zmap.ErrNotFound) {
+				t.Errorf("Get of a missing object whose 404 answer broke once: %v; want ErrNotFound", err)
+			}
+			if n := env.proxy.Count(objectKey(dir)); n < 1 || n > 2 {
+				t.Errorf("the proxy saw %d requests, want 1 or 2", n)
 			}
 		})
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -268,87 +267,19 @@ func (s *Store) resumeErr(ctx context.Context, key string, err error, etag strin
 	return s.mapErr(ctx, "GetObject", key, err)
 }
 
-// errStalled is the error of a body from which nothing arrived for
-// stallAfter.
-var errStalled = errors.New("the body stalled")
-
 // readBody reads a's body into p until p is full or the body ends or
-// breaks, then closes it. A body from which nothing arrives for
-// stallAfter is given up (its request is cancelled): errStalled.
+// breaks, then closes it. (A body that stalls fails: client.)
 func (s *Store) readBody(a *answer, p []byte) (int, error) {
 	defer a.close()
-	w := s.watch(a)
-	defer w.stop()
-	got := 0
-	for got < len(p) {
-		n, err := a.body.Read(p[got:])
-		if n > 0 {
-			got += n
-			w.progress()
-		}
-		if err != nil {
-			if got == len(p) {
-				return got, nil
-			}
-			return got, w.explain(err)
-		}
+	got, err := io.ReadFull(a.body, p)
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
 	}
-	return got, nil
+	return got, err
 }
 
-// readAll reads a's whole body, then closes it; a body that stalls for
-// stallAfter is given up.
+// readAll reads a's whole body, then closes it.
 func (s *Store) readAll(a *answer) ([]byte, error) {
 	defer a.close()
-	w := s.watch(a)
-	defer w.stop()
-	buf := make([]byte, 0, 512)
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := a.body.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if n > 0 {
-			w.progress()
-		}
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return buf, w.explain(err)
-		}
-	}
-}
-
-// watchdog cancels a request whose body sends nothing for a while.
-type watchdog struct {
-	t     *time.Timer
-	after time.Duration
-	fired atomic.Bool
-}
-
-func (s *Store) watch(a *answer) *watchdog {
-	w := &watchdog{after: s.stallAfter()}
-	w.t = time.AfterFunc(w.after, func() {
-		w.fired.Store(true)
-		a.cancel()
-	})
-	return w
-}
-
-func (w *watchdog) progress() { w.t.Reset(w.after) }
-func (w *watchdog) stop()     { w.t.Stop() }
-
-// explain returns the error of a body read that ended with err: an end
-// before the expected length is io.ErrUnexpectedEOF, and the watchdog's
-// own cancellation is errStalled, not a caller's context.Canceled.
-func (w *watchdog) explain(err error) error {
-	switch {
-	case w.fired.Load():
-		return fmt.Errorf("%w: nothing for %v", errStalled, w.after)
-	case err == io.EOF:
-		return io.ErrUnexpectedEOF
-	}
-	return err
+	return io.ReadAll(a.body)
 }

@@ -8,8 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
 )
 
 // pacer bounds a Store's operations in flight and moves the bound with
@@ -116,27 +114,6 @@ func (p *pacer) state() (limit, lowest int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return int(p.limit), int(p.lowest)
-}
-
-// pacedClient is the Store's HTTP client: it tells the pacer what every
-// answer said.
-type pacedClient struct {
-	aws.HTTPClient
-	p *pacer
-}
-
-func (c pacedClient) Do(r *http.Request) (*http.Response, error) {
-	sent := time.Now()
-	resp, err := c.HTTPClient.Do(r)
-	if err == nil {
-		switch {
-		case throttleStatus(resp.StatusCode):
-			c.p.throttle(sent)
-		case resp.StatusCode < 500:
-			c.p.succeed()
-		}
-	}
-	return resp, err
 }
 
 // throttleStatus reports whether an HTTP status asks the client to slow

@@ -216,7 +216,7 @@ func Open(ctx context.Context, loc Location, opts Options) (*Store, error) {
 		cfg.HTTPClient = bc.Freeze()
 	}
 	s.http = cfg.HTTPClient
-	cfg.HTTPClient = pacedClient{HTTPClient: cfg.HTTPClient, p: s.pace}
+	cfg.HTTPClient = client{HTTPClient: cfg.HTTPClient, p: s.pace, stall: s.stallAfter()}
 
 	s.client = s3.NewFromConfig(cfg, func(o *s3.Options) {
 		if endpoint != "" {
