@@ -380,7 +380,8 @@ func TestS3MountServerPaused(t *testing.T) {
 // TestS3MountThrottled reads an array of 1,000 chunks through a proxy
 // that answers 503 SlowDown above 200 requests a second, 20 ms away: the
 // read completes with zarr-python's bytes and no EIO, and the stats show
-// the throttled answers and the request limit that came down.
+// the throttled answers and the request limit that came down; once the
+// throttling stops, the limit grows again.
 func TestS3MountThrottled(t *testing.T) {
 	const chunk = 512 // float64: 4 KiB chunks
 	set, _ := genArray(t, 1000*chunk, chunk, "<f8", 100000)
@@ -400,6 +401,19 @@ func TestS3MountThrottled(t *testing.T) {
 	}
 	if p.Throttled == 0 || p.LowestRequestLimit >= 64 {
 		t.Errorf("stats show %d throttled answers and a lowest request limit of %d; want some, and below 64", p.Throttled, p.LowestRequestLimit)
+	}
+
+	// The throttling stops: the limit grows again with the answers.
+	m.proxy.Throttle(0)
+	for i := 1; i <= 300; i++ {
+		if _, err := os.ReadFile(filepath.Join(m.d.mnt, "v", fmt.Sprint(i))); err != nil {
+			t.Fatalf("reading stored chunk v/%d after the throttling: %v", i, err)
+		}
+	}
+	after := m.pacing(t)
+	t.Logf("after 300 more objects without throttling: %+v", after)
+	if after.Throttled != p.Throttled || after.RequestLimit <= after.LowestRequestLimit {
+		t.Errorf("after the throttling stopped: %+v; want no more throttled answers and the limit above its lowest", after)
 	}
 }
 
