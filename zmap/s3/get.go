@@ -204,6 +204,9 @@ func (s *Store) untilNotThrottled(rctx context.Context, call func() error) error
 			return err
 		}
 		if !sleep(rctx, backoffDelay(attempt)) {
+			if cerr := rctx.Err(); errors.Is(cerr, context.Canceled) {
+				return fmt.Errorf("%w: %w", cerr, err) // the caller gave up
+			}
 			// Out of time: the timeout, not the attempts, ended it
 			// (mapErr then says what the server last answered).
 			return fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
