@@ -266,7 +266,7 @@ func (a *Array) loadV3(ctx context.Context, key string, alloc cache.Alloc, cpu c
 				put()
 				return nil, fmt.Errorf("chunk %s: %d bytes at %d: %w", key, r.n, r.off, err)
 			}
-			if data, err = decodeRaw(leaf.Chain, raw, put, alloc, size, cpu); err != nil {
+			if data, err = decodeRaw(ctx, leaf.Chain, raw, put, alloc, size, cpu); err != nil {
 				return nil, fmt.Errorf("chunk %s: %w", key, err)
 			}
 		}
