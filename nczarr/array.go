@@ -460,7 +460,7 @@ func (a *Array) loadStored(ctx context.Context, key string, chain *codec.Chain, 
 	if err != nil {
 		return nil, fmt.Errorf("chunk %s: %w", key, err)
 	}
-	data, err := decodeRaw(chain, raw, put, alloc, size, cpu)
+	data, err := decodeRaw(ctx, chain, raw, put, alloc, size, cpu)
 	if err != nil {
 		return nil, fmt.Errorf("chunk %s: %w", key, err)
 	}
@@ -469,8 +469,10 @@ func (a *Array) loadStored(ctx context.Context, key string, chain *codec.Chain, 
 
 // decodeRaw decodes raw with chain into a buffer from alloc, waiting for
 // a slot in cpu (when not nil), and then calls put to return raw's
-// buffer.
-func decodeRaw(chain *codec.Chain, raw []byte, put func(), alloc cache.Alloc, size int, cpu chan struct{}) ([]byte, error) {
+// buffer. It tells the cache that the load running with ctx needs the
+// store no more: from here on, its callers wait past their deadlines.
+func decodeRaw(ctx context.Context, chain *codec.Chain, raw []byte, put func(), alloc cache.Alloc, size int, cpu chan struct{}) ([]byte, error) {
+	cache.Fetched(ctx)
 	defer put()
 	if cpu != nil {
 		cpu <- struct{}{}

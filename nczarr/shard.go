@@ -280,7 +280,7 @@ func (a *Array) loadInner(ctx context.Context, key string, alloc cache.Alloc, si
 		put()
 		return nil, nil, fmt.Errorf("chunk %s: %d bytes at %d: %w", key, r.n, r.off, err)
 	}
-	if data, err = decodeRaw(leaf.Chain, raw, put, alloc, size, cpu); err != nil {
+	if data, err = decodeRaw(ctx, leaf.Chain, raw, put, alloc, size, cpu); err != nil {
 		return nil, nil, fmt.Errorf("chunk %s: %w", key, err)
 	}
 	return data, leaf, nil
