@@ -25,12 +25,14 @@ const maxChunkBytes = 1 << 30
 // Array is an array of the dataset. Its decoded bytes (see ReadAt) are
 // every element in C order, little-endian, ItemSize bytes each.
 type Array struct {
-	Path     string
+	Path string
+	// Meta is the array's metadata model (package zarrmeta), the same
+	// for both Zarr versions: the read path sees nothing else.
 	Meta     Meta
-	DimNames []string // NCZarr dimension references, _ARRAY_DIMENSIONS, or anonymous
-	Scalar   bool     // NCZarr scalar (shape [1], storage "scalar")
-	ItemSize int      // bytes per element of the decoded data
-	Chain    *codec.Chain
+	DimNames []string     // NCZarr dimension references, the Zarr dimension names, or anonymous
+	Scalar   bool         // NCZarr scalar (shape [1], storage "scalar")
+	ItemSize int          // bytes per element of the decoded data
+	Chain    *codec.Chain // the bytes-to-bytes codecs of a (innermost) chunk
 
 	// Err is set when the array's metadata or codecs cannot be used: the
 	// array is listed, and every read fails with Err.
@@ -47,8 +49,8 @@ type Array struct {
 	dimRefs    []string // NCZarr dimension references, as written
 }
 
-// loadElems reads and decodes a chunk of an elemCodec array into a
-// buffer from alloc: each element converted to the dtype as zarr-python
+// loadElems reads and decodes a chunk stored through an element codec
+// (json2, msgpack2) into a buffer from alloc: each element converted to the dtype as zarr-python
 // converts it (numpy's conversion of the decoded list); nil when the
 // chunk is not stored.
 func (a *Array) loadElems(ctx context.Context, key string, alloc cache.Alloc, cpu chan struct{}) ([]byte, error) {
