@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/nczarrfs/nczarrfs/nczarr/zarrmeta"
 )
 
 // TestObjectCodecErrors feeds each object codec chunks that are cut short
@@ -73,4 +75,17 @@ func FuzzObjectCodecs(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestEveryElemCodecDecodes checks that every element codec the model
+// parsers accept (zarrmeta.ElemCodecs) has a decoder here, and no other.
+func TestEveryElemCodecDecodes(t *testing.T) {
+	for _, id := range zarrmeta.ElemCodecs {
+		if objectCodecs[id] == nil {
+			t.Errorf("element codec %q has no decoder", id)
+		}
+	}
+	if len(objectCodecs) != len(zarrmeta.ElemCodecs) {
+		t.Errorf("%d decoders for %d element codecs", len(objectCodecs), len(zarrmeta.ElemCodecs))
+	}
 }
