@@ -56,8 +56,10 @@ type CacheSnapshot struct {
 	Hits      int64 `json:"hits"`
 	Misses    int64 `json:"misses"`
 	Evictions int64 `json:"evictions"`
-	// DecodedBytes sums the decoded chunks loaded into the cache.
-	DecodedBytes int64 `json:"decoded_bytes"`
+	// DecodedBytes sums the decoded chunks loaded into the cache, and
+	// LoadSeconds the time their loads took: fetching and decoding.
+	DecodedBytes int64   `json:"decoded_bytes"`
+	LoadSeconds  float64 `json:"load_seconds"`
 	// ReadAheadLoads counts the chunk loads read-ahead started, and
 	// ReadAheadHits those that a read then found in the cache.
 	ReadAheadLoads int64 `json:"read_ahead_loads"`
@@ -80,7 +82,7 @@ func (m *Mount) Snapshot() Snapshot {
 		cs := m.Cache.Stats()
 		s.Cache = &CacheSnapshot{
 			Hits: cs.Hits, Misses: cs.Misses, Evictions: cs.Evictions,
-			DecodedBytes:   cs.LoadedBytes,
+			DecodedBytes: cs.LoadedBytes, LoadSeconds: cs.LoadTime.Seconds(),
 			ReadAheadLoads: cs.Prefetched, ReadAheadHits: cs.PrefetchHits,
 			Recycled: cs.Recycled, Entries: cs.Entries, Bytes: cs.Bytes, Budget: cs.Budget,
 		}
