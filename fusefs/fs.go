@@ -65,6 +65,10 @@ type Options struct {
 	// two and the page cache's bookkeeping, but every read, however
 	// small, is a request to the daemon (docs/architecture.md).
 	PageCache bool
+	// DirectMount mounts with mount(2) instead of through fusermount3,
+	// falling back to fusermount3 if that fails: for root where
+	// fusermount3 is not installed (a container image).
+	DirectMount bool
 }
 
 // readSize is the largest READ the kernel sends (MaxWrite) and the I/O
@@ -155,6 +159,7 @@ func Mount(mountpoint string, ds *nczarr.Dataset, store zmap.Store, opts Options
 			// the largest pipe (fs.pipe-max-size), logged a warning
 			// for every READ.
 			DisableSplice: true,
+			DirectMount:   opts.DirectMount,
 		},
 	}
 	t := newTree(ds, store, opts)
