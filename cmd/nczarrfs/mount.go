@@ -25,6 +25,8 @@ import (
 	"github.com/nczarrfs/nczarrfs/internal/metrics"
 	"github.com/nczarrfs/nczarrfs/internal/stats"
 	"github.com/nczarrfs/nczarrfs/nczarr"
+	"github.com/nczarrfs/nczarrfs/zmap"
+	"github.com/nczarrfs/nczarrfs/zmap/diskcache"
 	"github.com/nczarrfs/nczarrfs/zmap/source"
 )
 
@@ -223,6 +225,7 @@ func runMount(c *cli.Context) error {
 	// .nczarrfs/stats counts the store's requests and the cache's work.
 	counted, chunks := stats.CountStore(store), cache.New(cfg.cacheSize)
 	mountStats := &stats.Mount{Source: source.Redact(cfg.source), Store: counted, Cache: chunks}
+	mountStats.Disk, _ = zmap.As[*diskcache.Store](store)
 	if metricsLn != nil {
 		// Up while the metadata is read: /healthz answers, /readyz says
 		// "not mounted" until the mount is up.
@@ -230,7 +233,9 @@ func runMount(c *cli.Context) error {
 		defer stopServing()
 		go metrics.Serve(serving, metricsLn, metrics.Handler(mountStats, mounted.Load), log)
 		url := "http://" + metricsLn.Addr().String() + "/metrics"
-		log.Info("serving metrics", "url", url)
+		if logs.file != nil {
+			log.Info("serving metrics", "url", url)
+		}
 		if !c.Bool("mount-helper") {
 			fmt.Fprintf(os.Stderr, "nczarrfs: metrics on %s\n", url)
 		}

@@ -41,6 +41,9 @@ var help = map[string]string{
 	"cache_entries":          "Chunks in the cache.",
 	"cache_bytes":            "Bytes the cache's chunks take.",
 	"cache_budget":           "The most bytes the cache may take (--cache-size).",
+	"disk_cache_hits":        "Store reads that --cache-dir served.",
+	"disk_cache_misses":      "Store reads that --cache-dir sent on to the store.",
+	"disk_cache_written":     "Objects --cache-dir kept.",
 }
 
 // Collector is a prometheus.Collector of one mount's stats.
@@ -79,6 +82,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if snap.Cache != nil {
 		collectFields(ch, "cache", reflect.ValueOf(*snap.Cache))
+	}
+	if snap.Disk != nil {
+		collectFields(ch, "disk_cache", reflect.ValueOf(*snap.Disk))
 	}
 	for kind, n := range snap.Errors {
 		ch <- prometheus.MustNewConstMetric(errorsDesc, prometheus.CounterValue, float64(n), kind)

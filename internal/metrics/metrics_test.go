@@ -20,6 +20,7 @@ import (
 	"github.com/nczarrfs/nczarrfs/cache"
 	"github.com/nczarrfs/nczarrfs/internal/stats"
 	"github.com/nczarrfs/nczarrfs/zmap"
+	"github.com/nczarrfs/nczarrfs/zmap/diskcache"
 	"github.com/nczarrfs/nczarrfs/zmap/file"
 )
 
@@ -40,8 +41,12 @@ func busyMount(t *testing.T) *stats.Mount {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { fs.Close() })
-	s := stats.CountStore(fs)
+	dc, err := diskcache.New(fs, t.TempDir(), "test", diskcache.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dc.Close() })
+	s := stats.CountStore(dc)
 	c := cache.New(1 << 20)
 	ctx := context.Background()
 	for _, key := range []string{"v/0", "v/1", "v/0", "v/missing"} {
@@ -55,7 +60,8 @@ func busyMount(t *testing.T) *stats.Mount {
 	s.Size(ctx, "v/1")
 	s.Stat(ctx, "v/1")
 	s.Search(ctx, "v")
-	m := &stats.Mount{Source: "file:///x", Store: s, Cache: c}
+	s.Get(ctx, "v/0") // from the disk cache
+	m := &stats.Mount{Source: "file:///x", Store: s, Cache: c, Disk: dc}
 	m.Errors().Add(stats.Error{Kind: "corrupt"})
 	m.Errors().Count("interrupted")
 	m.Errors().Count("interrupted")
@@ -112,7 +118,7 @@ func fromStats(t *testing.T, js []byte) map[string]float64 {
 		}
 		return "nczarrfs_" + part + "_" + field + "_total"
 	}
-	for _, part := range []string{"store", "cache"} {
+	for _, part := range []string{"store", "cache", "disk_cache"} {
 		fields, _ := snap[part].(map[string]any)
 		for field, v := range fields {
 			switch v := v.(type) {
@@ -162,7 +168,7 @@ func TestMetricsAreTheStats(t *testing.T) {
 	}
 	// The figures the tests above rely on are not all zero.
 	for _, k := range []string{"nczarrfs_cache_hits_total{}", "nczarrfs_cache_misses_total{}", "nczarrfs_store_objects_total{}",
-		"nczarrfs_store_requests_total{op=read_at,outcome=error}", "nczarrfs_store_request_entries_total{op=search}", "nczarrfs_errors_total{kind=interrupted}"} {
+		"nczarrfs_store_requests_total{op=read_at,outcome=error}", "nczarrfs_store_request_entries_total{op=search}", "nczarrfs_disk_cache_hits_total{}", "nczarrfs_disk_cache_misses_total{}", "nczarrfs_errors_total{kind=interrupted}"} {
 		if got[k] == 0 {
 			t.Errorf("%s = 0", k)
 		}
