@@ -56,7 +56,7 @@ func busyMount(t *testing.T) *stats.Mount {
 	s.ReadAt(ctx, "v/0", buf, 2)
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	s.ReadAt(cancelled, "v/0", buf, 0) // an error
+	s.ReadAt(cancelled, "v/.zarray", buf, 0) // an error: not in the disk cache, and the context is done
 	s.Size(ctx, "v/1")
 	s.Stat(ctx, "v/1")
 	s.Search(ctx, "v")
