@@ -1,0 +1,478 @@
+package test
+
+// Tests of issue 23's "many machines": the static binary, the container
+// image run from its exported root filesystem, the metrics endpoint, many
+// daemons reading one bucket, make install without root, and the
+// Kubernetes manifests of examples/kubernetes.
+
+import (
+	"bufio"
+	"debug/elf"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nczarrfs/nczarrfs/internal/miniotest"
+	"github.com/nczarrfs/nczarrfs/internal/testenv"
+)
+
+var (
+	staticOnce sync.Once
+	staticPath string
+	staticErr  error
+)
+
+// staticBinary builds bin/nczarrfs the way make build does (CGO_ENABLED=0,
+// no race detector: it needs cgo), once per test process.
+func staticBinary(t testing.TB) string {
+	t.Helper()
+	staticOnce.Do(func() {
+		root, err := moduleRoot()
+		if err != nil {
+			staticErr = err
+			return
+		}
+		out := filepath.Join(workDir, "static", "nczarrfs")
+		cmd := exec.Command("make", "-C", root, "build", "BIN="+out)
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			staticErr = fmt.Errorf("make build: %v\n%s", err, msg)
+			return
+		}
+		staticPath = out
+	})
+	if staticErr != nil {
+		t.Fatal(staticErr)
+	}
+	return staticPath
+}
+
+// TestStaticBinary checks that make build's binary asks for no dynamic
+// loader and no shared library, and that --version names its target.
+func TestStaticBinary(t *testing.T) {
+	bin := staticBinary(t)
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP || p.Type == elf.PT_DYNAMIC {
+			t.Errorf("%s has a %v program header: dynamically linked", bin, p.Type)
+		}
+	}
+	if libs, _ := f.ImportedLibraries(); len(libs) > 0 {
+		t.Errorf("%s needs shared libraries %v", bin, libs)
+	}
+	out, stderr, code := runCommand(t, nil, bin, "--version")
+	if want := " " + runtime.GOOS + "/" + runtime.GOARCH + "\n"; code != 0 || !strings.HasSuffix(out, want) {
+		t.Errorf("--version: %q %q (exit %d), want it to end with %q", out, stderr, code, want)
+	}
+}
+
+// containerTool is podman or buildah, whichever is installed.
+func containerTool() (string, error) {
+	for _, name := range []string{"podman", "buildah"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("neither podman nor buildah is installed (apt-get install buildah)")
+}
+
+// buildImage runs make image into a container storage of the test's own
+// and returns the image's root filesystem, copied out of the storage.
+func buildImage(t *testing.T) string {
+	t.Helper()
+	tool, err := containerTool()
+	testenv.Require(t, "podman or buildah", err)
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "storage.conf")
+	// vfs: plain folders, nothing mounted that could outlive the test.
+	storage := fmt.Sprintf("[storage]\ndriver = \"vfs\"\ngraphroot = %q\nrunroot = %q\n", filepath.Join(dir, "graph"), filepath.Join(dir, "run"))
+	if err := os.WriteFile(conf, []byte(storage), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), "CONTAINERS_STORAGE_CONF="+conf)
+	image := fmt.Sprintf("localhost/nczarrfs-test:%d", os.Getpid())
+	run := func(name string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(name, args...)
+		cmd.Env = env
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s %s: %v\n%s%s", name, strings.Join(args, " "), err, out, stderr.String())
+		}
+		return strings.TrimSpace(string(out))
+	}
+	run("make", "-C", root, "image", "IMAGE="+image)
+	t.Cleanup(func() {
+		cmd := exec.Command(tool, "rmi", "-f", image)
+		cmd.Env = env
+		cmd.Run()
+	})
+	// buildah from + mount give the image's files; podman has the same
+	// through "podman create" and "podman mount".
+	var ctr, mnt string
+	if filepath.Base(tool) == "buildah" {
+		ctr = run(tool, "from", image)
+		t.Cleanup(func() {
+			cmd := exec.Command(tool, "rm", ctr)
+			cmd.Env = env
+			cmd.Run()
+		})
+		mnt = run(tool, "mount", ctr)
+	} else {
+		ctr = run(tool, "create", image)
+		t.Cleanup(func() {
+			cmd := exec.Command(tool, "rm", "-f", ctr)
+			cmd.Env = env
+			cmd.Run()
+		})
+		mnt = run(tool, "mount", ctr)
+	}
+	rootfs := filepath.Join(dir, "rootfs")
+	run("cp", "-a", mnt+"/.", rootfs)
+	run(tool, "umount", ctr)
+	return rootfs
+}
+
+// TestImage builds the container image, checks what it holds and its
+// size, and runs its binary in a new mount namespace chrooted into the
+// image's files: --version, then a mount of a dataset in MinIO, read
+// through /proc/PID/root from outside. The chroot has what a pod gives
+// the container and nothing more: /dev/fuse and the mountpoint, no
+// fusermount3, no /proc, no shell.
+func TestImage(t *testing.T) {
+	rootfs := buildImage(t)
+	var size int64
+	var files []string
+	filepath.WalkDir(rootfs, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if info, err := d.Info(); err == nil && info.Mode().IsRegular() {
+			size += info.Size()
+			rel, _ := filepath.Rel(rootfs, p)
+			files = append(files, rel)
+		}
+		return nil
+	})
+	t.Logf("image: %d files, %.1f MB: %v", len(files), float64(size)/1e6, files)
+	if size >= 40e6 {
+		t.Errorf("the image's files take %d bytes, want under 40 MB", size)
+	}
+	for _, want := range []string{"usr/bin/nczarrfs", "etc/ssl/certs/ca-certificates.crt"} {
+		if _, err := os.Stat(filepath.Join(rootfs, want)); err != nil {
+			t.Errorf("image: %v", err)
+		}
+	}
+	for _, dir := range []string{"dev", "mnt/data"} {
+		mustMkdir(t, filepath.Join(rootfs, dir))
+	}
+	if err := os.WriteFile(filepath.Join(rootfs, "dev", "fuse"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// inChroot runs the image's nczarrfs with args in a new mount
+	// namespace, with the host's /dev/fuse bound in.
+	inChroot := func(args ...string) *exec.Cmd {
+		script := `mount --bind /dev/fuse "$1/dev/fuse" && exec chroot "$1" /usr/bin/nczarrfs "$@"`
+		cmd := exec.Command("unshare", append([]string{"--mount", "--propagation", "private", "sh", "-c", script, "sh", rootfs}, args...)...)
+		// The image has no AWS_CA_BUNDLE of the host's, and needs none
+		// for the plain-http MinIO.
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "AWS_CA_BUNDLE=") {
+				cmd.Env = append(cmd.Env, kv)
+			}
+		}
+		return cmd
+	}
+	out, err := inChroot("--version").CombinedOutput()
+	if want := " linux/" + runtime.GOARCH + "\n"; err != nil || !strings.HasPrefix(string(out), "nczarrfs version ") || !strings.HasSuffix(string(out), want) {
+		t.Fatalf("nczarrfs --version in the image: %v: %q, want a version ending in %q", err, out, want)
+	}
+
+	srv := miniotest.Start(t)
+	s3Env(t, srv)
+	srv.CreateBucket(t, "image")
+	set, ds := basicDataset(t)
+	srv.PutTree(t, "image", ds.Name, ds.TreePath(set))
+	cmd := inChroot("mount", "--metrics-addr", "127.0.0.1:0", srv.Endpoint+"/image/"+ds.Name+"#mode="+s3Mode(set), "/mnt/data")
+	output := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = output, output
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	// unshare and chroot exec: the daemon is cmd's process.
+	mnt := fmt.Sprintf("/proc/%d/root/mnt/data", cmd.Process.Pid)
+	waitFor(t, "mount in the image's namespace", func() bool {
+		if _, err := os.Stat(filepath.Join(mnt, ".nczarrfs")); err == nil {
+			return true
+		}
+		select {
+		case err := <-done:
+			stopped = true
+			t.Fatalf("nczarrfs in the image exited before mounting (%v):\n%s", err, output.String())
+		default:
+		}
+		return false
+	})
+	checkDataset(t, mnt, set, ds)
+	url := metricsURL(t, output)
+	if code, body := httpGet(t, strings.TrimSuffix(url, "/metrics")+"/readyz"); code != 200 {
+		t.Errorf("/readyz of the image's mount: %d %q", code, body)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-done:
+		stopped = true
+		if err != nil {
+			t.Errorf("nczarrfs in the image exited with %v after SIGTERM:\n%s", err, output.String())
+		}
+	case <-time.After(unmountWait):
+		t.Errorf("nczarrfs in the image still running %v after SIGTERM", unmountWait)
+	}
+}
+
+var metricsLine = regexp.MustCompile(`nczarrfs: metrics on (http://\S+/metrics)`)
+
+// metricsURL is the metrics address a daemon announced on stderr.
+func metricsURL(t *testing.T, output *syncBuffer) string {
+	t.Helper()
+	var url string
+	waitFor(t, "metrics address in the daemon's output", func() bool {
+		m := metricsLine.FindStringSubmatch(output.String())
+		if m != nil {
+			url = m[1]
+		}
+		return m != nil
+	})
+	return url
+}
+
+func httpGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// scrape reads a Prometheus text page: "name{labels}" -> value, for the
+// nczarrfs_ samples.
+func scrape(t *testing.T, url string) map[string]float64 {
+	t.Helper()
+	code, body := httpGet(t, url)
+	if code != 200 {
+		t.Fatalf("%s: %d %q", url, code, body)
+	}
+	got := map[string]float64{}
+	sc := bufio.NewScanner(strings.NewReader(body))
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "nczarrfs_") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			t.Fatalf("%s: sample %q: %v", url, line, err)
+		}
+		got[line[:i]] = v
+	}
+	return got
+}
+
+// readStats reads .nczarrfs/stats as numbers by path ("store.get.requests").
+func readStats(t *testing.T, mnt string) map[string]float64 {
+	t.Helper()
+	var raw map[string]any
+	b, err := os.ReadFile(filepath.Join(mnt, ".nczarrfs", "stats"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		t.Fatalf(".nczarrfs/stats: %v", err)
+	}
+	flat := map[string]float64{}
+	var walk func(prefix string, v any)
+	walk = func(prefix string, v any) {
+		switch v := v.(type) {
+		case float64:
+			flat[prefix] = v
+		case map[string]any:
+			for k, x := range v {
+				walk(strings.TrimPrefix(prefix+"."+k, "."), x)
+			}
+		}
+	}
+	walk("", raw)
+	return flat
+}
+
+// statsMetrics pairs counters of .nczarrfs/stats with their metrics; ""
+// for the requests of a kind, the sum of its ok and error outcomes.
+var statsMetrics = map[string]string{
+	"store.objects":          "nczarrfs_store_objects_total",
+	"store.bytes":            "nczarrfs_store_bytes_total",
+	"store.get.requests":     "", // ok + error
+	"store.get.bytes":        `nczarrfs_store_request_bytes_total{op="get"}`,
+	"store.read_at.requests": "",
+	"store.read_at.bytes":    `nczarrfs_store_request_bytes_total{op="read_at"}`,
+	"store.stat.requests":    "",
+	"store.search.requests":  "",
+	"store.search.entries":   `nczarrfs_store_request_entries_total{op="search"}`,
+	"cache.hits":             "nczarrfs_cache_hits_total",
+	"cache.misses":           "nczarrfs_cache_misses_total",
+	"cache.evictions":        "nczarrfs_cache_evictions_total",
+	"cache.decoded_bytes":    "nczarrfs_cache_decoded_bytes_total",
+	"cache.read_ahead_loads": "nczarrfs_cache_read_ahead_loads_total",
+	"cache.bytes":            "nczarrfs_cache_bytes",
+	"cache.entries":          "nczarrfs_cache_entries",
+	"disk_cache.misses":      "nczarrfs_disk_cache_misses_total",
+	"disk_cache.hits":        "nczarrfs_disk_cache_hits_total",
+	"store.in_flight":        "nczarrfs_store_in_flight",
+	"cache.read_ahead_hits":  "nczarrfs_cache_read_ahead_hits_total",
+	"store.size.requests":    "",
+	"store.get.errors":       `nczarrfs_store_requests_total{op="get",outcome="error"}`,
+	"store.read_at.errors":   `nczarrfs_store_requests_total{op="read_at",outcome="error"}`,
+	"disk_cache.written":     "nczarrfs_disk_cache_written_total",
+	"cache.budget":           "nczarrfs_cache_budget",
+	"store.search.errors":    `nczarrfs_store_requests_total{op="search",outcome="error"}`,
+	"store.stat.errors":      `nczarrfs_store_requests_total{op="stat",outcome="error"}`,
+	"store.size.errors":      `nczarrfs_store_requests_total{op="size",outcome="error"}`,
+	"cache.load_seconds":     "nczarrfs_cache_load_seconds_total",
+	"cache.recycled":         "nczarrfs_cache_recycled_total",
+}
+
+// metricOf is the value metrics give for the stats counter key.
+func metricOf(m map[string]float64, key string) (float64, bool) {
+	if name := statsMetrics[key]; name != "" {
+		v, ok := m[name]
+		return v, ok
+	}
+	if op, ok := strings.CutSuffix(strings.TrimPrefix(key, "store."), ".requests"); ok {
+		okv, ok1 := m[`nczarrfs_store_requests_total{op="`+op+`",outcome="ok"}`]
+		errv, ok2 := m[`nczarrfs_store_requests_total{op="`+op+`",outcome="error"}`]
+		return okv + errv, ok1 && ok2
+	}
+	return 0, false
+}
+
+// TestMetricsEqualStats mounts with --metrics-addr, reads an array with
+// cat, and checks that the metrics page and .nczarrfs/stats say the same
+// of requests, bytes and the cache at that moment (read between two
+// scrapes that agree, so that nothing moved in between).
+func TestMetricsEqualStats(t *testing.T) {
+	srv := miniotest.Start(t)
+	s3Env(t, srv)
+	srv.CreateBucket(t, "metrics")
+	set, ds := basicDataset(t)
+	srv.PutTree(t, "metrics", ds.Name, ds.TreePath(set))
+	d := startDaemon(t, srv.Endpoint+"/metrics/"+ds.Name+"#mode="+s3Mode(set), "--metrics-addr", "127.0.0.1:0", "--cache-dir", t.TempDir())
+	url := metricsURL(t, d.output)
+	base := strings.TrimSuffix(url, "/metrics")
+	if code, body := httpGet(t, base+"/healthz"); code != 200 || body != "ok\n" {
+		t.Errorf("/healthz: %d %q", code, body)
+	}
+	if code, body := httpGet(t, base+"/readyz"); code != 200 || body != "ok\n" {
+		t.Errorf("/readyz: %d %q", code, body)
+	}
+	var catted []string
+	for _, a := range ds.Arrays {
+		if a.Error {
+			continue
+		}
+		if _, err := exec.Command("cat", filepath.Join(d.mnt, a.Path, "data")).Output(); err != nil {
+			t.Fatalf("cat %s/data: %v", a.Path, err)
+		}
+		catted = append(catted, a.Path)
+	}
+	var before, after map[string]float64
+	var st map[string]float64
+	for try := 0; ; try++ {
+		before = scrape(t, url)
+		st = readStats(t, d.mnt)
+		after = scrape(t, url)
+		same := true
+		for k := range st {
+			if v1, ok := metricOf(before, k); ok {
+				if v2, _ := metricOf(after, k); v1 != v2 {
+					same = false
+				}
+			}
+		}
+		if same {
+			break
+		}
+		if try == 50 {
+			t.Fatal("the counters kept moving between scrapes")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	compared := 0
+	for k, v := range st {
+		if k == "cache.load_seconds" {
+			continue // a float sum: compared to a rounding
+		}
+		m, ok := metricOf(before, k)
+		if !ok {
+			if _, listed := statsMetrics[k]; !listed && !strings.HasPrefix(k, "errors.") {
+				t.Errorf(".nczarrfs/stats has %s = %v, which no metric shows", k, v)
+			}
+			continue
+		}
+		compared++
+		if m != v {
+			t.Errorf("%s: metrics %v, .nczarrfs/stats %v", k, m, v)
+		}
+	}
+	for _, k := range []string{"store.objects", "store.bytes", "cache.misses", "cache.decoded_bytes"} {
+		if st[k] == 0 {
+			t.Errorf("%s = 0 after cat of %v", k, catted)
+		}
+	}
+	t.Logf("%d counters equal in /metrics and .nczarrfs/stats; objects %v, bytes %v, cache hits %v, misses %v",
+		compared, st["store.objects"], st["store.bytes"], st["cache.hits"], st["cache.misses"])
+	if compared < 20 {
+		t.Errorf("only %d counters compared", compared)
+	}
+
+	// A bad address is refused before anything is read.
+	out, err := mountFails(t, srv.Endpoint+"/metrics/"+ds.Name+"#mode="+s3Mode(set), "--metrics-addr", "9100")
+	if err == nil || !strings.Contains(out, `--metrics-addr: "9100" is not HOST:PORT`) {
+		t.Errorf("--metrics-addr 9100: %v, %q", err, out)
+	}
+}
