@@ -193,7 +193,7 @@ func TestImage(t *testing.T) {
 	// inChroot runs the image's nczarrfs with args in a new mount
 	// namespace, with the host's /dev/fuse bound in.
 	inChroot := func(args ...string) *exec.Cmd {
-		script := `mount --bind /dev/fuse "$1/dev/fuse" && exec chroot "$1" /usr/bin/nczarrfs "$@"`
+		script := `r=$1; shift; mount --bind /dev/fuse "$r/dev/fuse" && exec chroot "$r" /usr/bin/nczarrfs "$@"`
 		cmd := exec.Command("unshare", append([]string{"--mount", "--propagation", "private", "sh", "-c", script, "sh", rootfs}, args...)...)
 		// The image has no AWS_CA_BUNDLE of the host's, and needs none
 		// for the plain-http MinIO.
