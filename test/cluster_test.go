@@ -11,7 +11,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +27,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nczarrfs/nczarrfs/internal/faultproxy"
 	"github.com/nczarrfs/nczarrfs/internal/miniotest"
 	"github.com/nczarrfs/nczarrfs/internal/testenv"
 )
@@ -474,5 +478,231 @@ func TestMetricsEqualStats(t *testing.T) {
 	out, err := mountFails(t, srv.Endpoint+"/metrics/"+ds.Name+"#mode="+s3Mode(set), "--metrics-addr", "9100")
 	if err == nil || !strings.Contains(out, `--metrics-addr: "9100" is not HOST:PORT`) {
 		t.Errorf("--metrics-addr 9100: %v, %q", err, out)
+	}
+}
+
+// countingProxyEnv, in the environment of this test binary, makes it a
+// proxy in front of the S3 server the variable names instead of running
+// tests (startCountingProxy).
+const countingProxyEnv = "NCZARRFS_TEST_COUNTING_PROXY"
+
+func init() {
+	if target := os.Getenv(countingProxyEnv); target != "" {
+		os.Exit(countingProxy(target))
+	}
+}
+
+// countingProxy forwards requests to target and counts them by
+// faultproxy.Key. It prints two URLs on stdout, the proxy's and that of
+// its counts (JSON), and serves until stdin is closed.
+func countingProxy(target string) int {
+	u, err := url.Parse(target)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	var mu sync.Mutex
+	counts := map[string]int{}
+	rp := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+		pr.SetURL(u)
+		pr.Out.Host = pr.In.Host // what the client signed
+	}}
+	proxy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	report, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	go http.Serve(proxy, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		counts[faultproxy.Key(r)]++
+		mu.Unlock()
+		rp.ServeHTTP(w, r)
+	}))
+	go http.Serve(report, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		json.NewEncoder(w).Encode(counts)
+	}))
+	fmt.Printf("http://%s http://%s\n", proxy.Addr(), report.Addr())
+	io.Copy(io.Discard, os.Stdin)
+	return 0
+}
+
+// countingProxyProcess is a countingProxy running as a child process.
+type countingProxyProcess struct {
+	url, countsURL string
+}
+
+// startCountingProxy starts this test binary as a counting proxy in front
+// of target. It is a process of its own because the tests read files by
+// mmap: a page fault on a FUSE file holds the faulting process's memory
+// map while the daemon answers, and a daemon that needs a proxy in that
+// same process to answer would wait for ever on its next allocation.
+func startCountingProxy(t *testing.T, target string) *countingProxyProcess {
+	t.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), countingProxyEnv+"="+target)
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		cmd.Wait()
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	p := &countingProxyProcess{}
+	if _, err2 := fmt.Sscan(line, &p.url, &p.countsURL); err != nil || err2 != nil {
+		t.Fatalf("counting proxy: %q, %v %v", line, err, err2)
+	}
+	return p
+}
+
+// counts returns how many requests the proxy has seen for each key.
+func (p *countingProxyProcess) counts(t *testing.T) map[string]int {
+	t.Helper()
+	code, body := httpGet(t, p.countsURL)
+	var counts map[string]int
+	if err := json.Unmarshal([]byte(body), &counts); code != 200 || err != nil {
+		t.Fatalf("proxy counts: %d %q: %v", code, body, err)
+	}
+	return counts
+}
+
+// nodes is how many daemons TestManyNodes runs: one per simulated node.
+const nodes = 8
+
+// TestManyNodes runs 8 daemons as 8 nodes would: each in a mount
+// namespace of its own, with a --cache-dir of its own, all reading the
+// same bucket at once (whole arrays and random slices, every byte
+// checked). The bucket is behind a proxy that counts what it served;
+// the requests the daemons' metrics say reached the bucket (their disk
+// caches' misses and their HEADs) must add up to the object requests the
+// proxy saw, and their listings to no more than the proxy's listings.
+func TestManyNodes(t *testing.T) {
+	bin := staticBinary(t)
+	srv := miniotest.Start(t)
+	s3Env(t, srv)
+	srv.CreateBucket(t, "shared")
+	set, ds := basicDataset(t)
+	srv.PutTree(t, "shared", ds.Name, ds.TreePath(set))
+	proxy := startCountingProxy(t, srv.Endpoint)
+	source := proxy.url + "/shared/" + ds.Name + "#mode=" + s3Mode(set)
+
+	type node struct {
+		cmd    *exec.Cmd
+		output *syncBuffer
+		done   chan error
+		mnt    string // as seen from this process, through /proc/PID/root
+		url    string
+	}
+	var all []*node
+	for i := range nodes {
+		dir := t.TempDir()
+		mnt := filepath.Join(dir, "mnt")
+		mustMkdir(t, mnt)
+		n := &node{output: &syncBuffer{}, done: make(chan error, 1)}
+		// The mount exists only in the daemon's namespace: another
+		// node's mounts are not seen.
+		n.cmd = exec.Command("unshare", "--mount", "--propagation", "private", bin, "mount",
+			"--cache-dir", filepath.Join(dir, "cache"), "--metrics-addr", "127.0.0.1:0", source, mnt)
+		// Gone with the test process, should it be killed.
+		n.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		n.cmd.Stdout, n.cmd.Stderr = n.output, n.output
+		if err := n.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { n.done <- n.cmd.Wait() }()
+		t.Cleanup(func() {
+			n.cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case err := <-n.done:
+				if err != nil {
+					t.Errorf("node %d: nczarrfs exited with %v after SIGTERM:\n%s", i, err, clip(n.output.String()))
+				}
+			case <-time.After(unmountWait):
+				n.cmd.Process.Kill()
+				<-n.done
+				t.Errorf("node %d: nczarrfs still running %v after SIGTERM", i, unmountWait)
+			}
+		})
+		n.mnt = fmt.Sprintf("/proc/%d/root%s", n.cmd.Process.Pid, mnt)
+		all = append(all, n)
+	}
+	for i, n := range all {
+		n.url = metricsURL(t, n.output)
+		waitFor(t, fmt.Sprintf("node %d's mount", i), func() bool {
+			_, err := os.Stat(filepath.Join(n.mnt, ".nczarrfs"))
+			return err == nil
+		})
+		if _, ok := mountedAt(strings.TrimPrefix(n.mnt, fmt.Sprintf("/proc/%d/root", n.cmd.Process.Pid))); ok {
+			t.Errorf("node %d's mount is seen outside its namespace", i)
+		}
+	}
+	// All at once, whatever -parallel says: t.Run from a goroutine each.
+	var wg sync.WaitGroup
+	for i, n := range all {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t.Run(fmt.Sprintf("node%d", i), func(t *testing.T) { checkDataset(t, n.mnt, set, ds) })
+		}()
+	}
+	wg.Wait()
+
+	var fromNodes, searches float64
+	for i, n := range all {
+		m := scrape(t, n.url)
+		get := func(name string) float64 {
+			v, ok := m[name]
+			if !ok {
+				t.Fatalf("node %d: no metric %s", i, name)
+			}
+			return v
+		}
+		misses := get("nczarrfs_disk_cache_misses_total")
+		heads := get(`nczarrfs_store_requests_total{op="stat",outcome="ok"}`) + get(`nczarrfs_store_requests_total{op="stat",outcome="error"}`) +
+			get(`nczarrfs_store_requests_total{op="size",outcome="ok"}`) + get(`nczarrfs_store_requests_total{op="size",outcome="error"}`)
+		searches += get(`nczarrfs_store_requests_total{op="search",outcome="ok"}`) + get(`nczarrfs_store_requests_total{op="search",outcome="error"}`)
+		t.Logf("node %d: %v objects fetched (%v from its --cache-dir), %v HEADs", i, get("nczarrfs_store_objects_total"), get("nczarrfs_disk_cache_hits_total"), heads)
+		if misses == 0 {
+			t.Errorf("node %d fetched nothing from the bucket", i)
+		}
+		fromNodes += misses + heads
+	}
+	var objects, lists int
+	for key, n := range proxy.counts(t) {
+		switch {
+		case strings.HasPrefix(key, "list:"):
+			lists += n
+		case key != "":
+			objects += n
+		default:
+			t.Logf("bucket requests: %d", n)
+		}
+	}
+	t.Logf("%d nodes: the bucket served %d object requests and %d listings; the nodes' metrics count %v object requests and %v searches",
+		nodes, objects, lists, fromNodes, searches)
+	if float64(objects) != fromNodes {
+		t.Errorf("the bucket served %d object requests; the nodes' metrics add up to %v", objects, fromNodes)
+	}
+	// Each mount lists once when it opens the store, then once a search:
+	// every listing of this dataset fits one page of 1,000 keys.
+	if float64(lists) != searches+float64(nodes) {
+		t.Errorf("the bucket served %d listings; the nodes' metrics count %v searches and %d opens", lists, searches, nodes)
 	}
 }
