@@ -20,12 +20,15 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/nczarrfs/nczarrfs/internal/faultproxy"
 	"github.com/nczarrfs/nczarrfs/internal/miniotest"
@@ -704,5 +707,246 @@ func TestManyNodes(t *testing.T) {
 	// every listing of this dataset fits one page of 1,000 keys.
 	if float64(lists) != searches+float64(nodes) {
 		t.Errorf("the bucket served %d listings; the nodes' metrics count %v searches and %d opens", lists, searches, nodes)
+	}
+}
+
+// k8sContainer is the part of a container spec the manifest checks read.
+type k8sContainer struct {
+	Name            string   `yaml:"name"`
+	Image           string   `yaml:"image"`
+	Args            []string `yaml:"args"`
+	SecurityContext struct {
+		Privileged bool `yaml:"privileged"`
+	} `yaml:"securityContext"`
+	Ports []struct {
+		Name          string `yaml:"name"`
+		ContainerPort int    `yaml:"containerPort"`
+	} `yaml:"ports"`
+	StartupProbe   *k8sProbe `yaml:"startupProbe"`
+	ReadinessProbe *k8sProbe `yaml:"readinessProbe"`
+	LivenessProbe  *k8sProbe `yaml:"livenessProbe"`
+	Lifecycle      struct {
+		PreStop struct {
+			Exec struct {
+				Command []string `yaml:"command"`
+			} `yaml:"exec"`
+		} `yaml:"preStop"`
+	} `yaml:"lifecycle"`
+	VolumeMounts []struct {
+		Name             string `yaml:"name"`
+		MountPath        string `yaml:"mountPath"`
+		MountPropagation string `yaml:"mountPropagation"`
+	} `yaml:"volumeMounts"`
+}
+
+type k8sProbe struct {
+	HTTPGet struct {
+		Path string `yaml:"path"`
+		Port string `yaml:"port"`
+	} `yaml:"httpGet"`
+}
+
+type k8sPodSpec struct {
+	InitContainers []k8sContainer `yaml:"initContainers"`
+	Containers     []k8sContainer `yaml:"containers"`
+	Volumes        []struct {
+		Name     string    `yaml:"name"`
+		EmptyDir *struct{} `yaml:"emptyDir"`
+		HostPath *struct {
+			Path string `yaml:"path"`
+		} `yaml:"hostPath"`
+	} `yaml:"volumes"`
+}
+
+type k8sObject struct {
+	APIVersion string `yaml:"apiVersion"`
+	Kind       string `yaml:"kind"`
+	Metadata   struct {
+		Name string `yaml:"name"`
+	} `yaml:"metadata"`
+	Spec struct {
+		k8sPodSpec `yaml:",inline"`
+		Template   struct {
+			Spec k8sPodSpec `yaml:"spec"`
+		} `yaml:"template"`
+	} `yaml:"spec"`
+	Resources []string `yaml:"resources"` // of a Kustomization
+}
+
+// TestKubernetesManifests parses examples/kubernetes and checks what makes
+// the examples work: nczarrfs's flags exist (its own --help says so), the
+// probes reach --metrics-addr on the pod's address, the preStop hook
+// unmounts the mountpoint nczarrfs mounts, which propagates Bidirectional
+// from a privileged container to the workloads' HostToContainer mounts.
+// kubectl kustomize builds them all offline; kubectl apply --dry-run=client
+// needs a cluster to answer its discovery requests, and runs when one does.
+func TestKubernetesManifests(t *testing.T) {
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "examples", "kubernetes")
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil || len(files) < 4 {
+		t.Fatalf("manifests in %s: %v, %v", dir, files, err)
+	}
+	help, _, code := runCommand(t, nil, staticBinary(t), "mount", "--help")
+	if code != 0 {
+		t.Fatalf("nczarrfs mount --help: exit %d", code)
+	}
+	kinds := map[string]int{}
+	var listed []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := yaml.NewDecoder(strings.NewReader(string(b)))
+		for {
+			var obj k8sObject
+			err := dec.Decode(&obj)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("%s: not YAML: %v", f, err)
+			}
+			name := filepath.Base(f) + ": " + obj.Kind + " " + obj.Metadata.Name
+			if obj.APIVersion == "" || obj.Kind == "" || (obj.Metadata.Name == "" && obj.Kind != "Kustomization") {
+				t.Errorf("%s: apiVersion %q, kind %q, name %q", filepath.Base(f), obj.APIVersion, obj.Kind, obj.Metadata.Name)
+			}
+			kinds[obj.Kind]++
+			if obj.Kind == "Kustomization" {
+				listed = obj.Resources
+			}
+			spec := obj.Spec.k8sPodSpec
+			if obj.Kind == "DaemonSet" {
+				spec = obj.Spec.Template.Spec
+			}
+			checkPodSpec(t, name, spec, help)
+		}
+	}
+	for _, kind := range []string{"Pod", "DaemonSet", "Secret", "ServiceAccount", "Kustomization"} {
+		if kinds[kind] == 0 {
+			t.Errorf("no %s in %s", kind, dir)
+		}
+	}
+	for _, f := range files {
+		if base := filepath.Base(f); base != "kustomization.yaml" && !slices.Contains(listed, base) {
+			t.Errorf("kustomization.yaml does not list %s", base)
+		}
+	}
+
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Logf("kubectl not installed: the manifests were checked as YAML only")
+		return
+	}
+	out, stderr, code := runCommand(t, nil, kubectl, "kustomize", dir)
+	if code != 0 || strings.Count(out, "\nkind: ")+strings.Count(out[:min(len(out), 200)], "kind: ") < 4 {
+		t.Errorf("kubectl kustomize %s: exit %d: %s%s", dir, code, out, stderr)
+	}
+	for _, f := range files {
+		if filepath.Base(f) == "kustomization.yaml" {
+			continue
+		}
+		out, stderr, code := runCommand(t, nil, kubectl, "apply", "--dry-run=client", "--validate=false", "--request-timeout=5s", "-f", f)
+		if code != 0 && (strings.Contains(stderr, "connection refused") || strings.Contains(stderr, "couldn't get current server API group list") || strings.Contains(stderr, "no configuration has been provided")) {
+			t.Logf("kubectl apply --dry-run=client: no cluster to ask for its API groups, which client dry runs need (%s); kubectl kustomize built the manifests", strings.TrimSpace(strings.SplitN(stderr, "\n", 2)[0]))
+			break
+		}
+		if code != 0 {
+			t.Errorf("kubectl apply --dry-run=client -f %s: exit %d: %s%s", f, code, out, stderr)
+		}
+	}
+}
+
+// checkPodSpec checks the pod spec of manifest name (see
+// TestKubernetesManifests).
+func checkPodSpec(t *testing.T, name string, spec k8sPodSpec, help string) {
+	t.Helper()
+	all := append(append([]k8sContainer(nil), spec.InitContainers...), spec.Containers...)
+	propagation := map[string]string{} // volume -> Bidirectional, from nczarrfs
+	for _, c := range all {
+		if !strings.Contains(c.Image, "nczarrfs") {
+			continue
+		}
+		if len(c.Args) < 3 || c.Args[0] != "mount" {
+			t.Errorf("%s: container %s: args %q, want mount SOURCE MOUNTPOINT ...", name, c.Name, c.Args)
+			continue
+		}
+		var positional []string
+		port := ""
+		for _, a := range c.Args[1:] {
+			if !strings.HasPrefix(a, "--") {
+				positional = append(positional, a)
+				continue
+			}
+			flag, value, _ := strings.Cut(a, "=")
+			if !strings.Contains(help, flag+" ") && !strings.Contains(help, flag+"\t") {
+				t.Errorf("%s: nczarrfs mount has no flag %s", name, flag)
+			}
+			if flag == "--metrics-addr" {
+				host, p, _ := strings.Cut(value, ":")
+				if host != "0.0.0.0" {
+					t.Errorf("%s: --metrics-addr %s: kubelet probes the pod's address, so it must listen on 0.0.0.0", name, value)
+				}
+				port = p
+			}
+		}
+		if len(positional) != 2 {
+			t.Fatalf("%s: arguments %q, want SOURCE and MOUNTPOINT", name, positional)
+		}
+		mnt := positional[1]
+		if port == "" {
+			t.Errorf("%s: no --metrics-addr for the probes", name)
+		}
+		ports := map[string]string{}
+		for _, p := range c.Ports {
+			ports[p.Name] = strconv.Itoa(p.ContainerPort)
+		}
+		for what, p := range map[string]*k8sProbe{"startupProbe": c.StartupProbe, "readinessProbe": c.ReadinessProbe, "livenessProbe": c.LivenessProbe} {
+			want := "/readyz"
+			if what == "livenessProbe" {
+				want = "/healthz"
+			}
+			if p == nil || p.HTTPGet.Path != want || ports[p.HTTPGet.Port] != port {
+				t.Errorf("%s: %s %+v, want GET %s on port %s", name, what, p, want, port)
+			}
+		}
+		if got, want := c.Lifecycle.PreStop.Exec.Command, []string{"/usr/bin/nczarrfs", "unmount", mnt}; !slices.Equal(got, want) {
+			t.Errorf("%s: preStop %q, want %q", name, got, want)
+		}
+		if !c.SecurityContext.Privileged {
+			t.Errorf("%s: container %s is not privileged: Bidirectional propagation needs it", name, c.Name)
+		}
+		found := false
+		for _, m := range c.VolumeMounts {
+			if m.MountPath == mnt {
+				found = true
+				if m.MountPropagation != "Bidirectional" {
+					t.Errorf("%s: the mountpoint's volume %s has propagation %q, want Bidirectional", name, m.Name, m.MountPropagation)
+				}
+				propagation[m.Name] = m.MountPropagation
+			}
+		}
+		if !found {
+			t.Errorf("%s: no volume mounted at the mountpoint %s", name, mnt)
+		}
+	}
+	for _, c := range all {
+		if strings.Contains(c.Image, "nczarrfs") {
+			continue
+		}
+		for _, m := range c.VolumeMounts {
+			_, shared := propagation[m.Name]
+			hostPath := false
+			for _, v := range spec.Volumes {
+				hostPath = hostPath || v.Name == m.Name && v.HostPath != nil
+			}
+			if (shared || hostPath) && m.MountPropagation != "HostToContainer" {
+				t.Errorf("%s: workload %s mounts %s with propagation %q, want HostToContainer to see the mount", name, c.Name, m.Name, m.MountPropagation)
+			}
+		}
 	}
 }
