@@ -950,3 +950,58 @@ func checkPodSpec(t *testing.T, name string, spec k8sPodSpec, help string) {
 		}
 	}
 }
+
+// TestInstallNotRoot runs make install as the user nobody into a PREFIX
+// nobody owns: the binary is installed, the mount(8) helper in /sbin is
+// not, and the output says the command that adds it. The build itself is
+// this test's (GO=true makes make's build step a no-op): nobody cannot
+// read root's Go caches.
+func TestInstallNotRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run make as another user")
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	// nobody walks through the test's folders (0700 as made).
+	for _, dir := range []string{home, filepath.Dir(home)} {
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prefix := filepath.Join(home, "nobody", ".local")
+	mustMkdir(t, filepath.Dir(prefix))
+	if err := os.Chown(filepath.Dir(prefix), 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(home, "nczarrfs")
+	b, err := os.ReadFile(staticBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + filepath.Dir(prefix)}
+	out, stderr, code := runCommand(t, env, "setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+		"make", "-C", root, "install", "PREFIX="+prefix, "BIN="+bin, "GO=true")
+	if code != 0 {
+		t.Fatalf("make install as nobody: exit %d:\n%s%s", code, out, stderr)
+	}
+	installed := filepath.Join(prefix, "bin", "nczarrfs")
+	info, err := os.Stat(installed)
+	if err != nil || info.Mode().Perm() != 0o755 || info.Sys().(*syscall.Stat_t).Uid != 65534 {
+		t.Fatalf("installed binary: %v, %v; want mode 0755, owned by nobody", info, err)
+	}
+	if got, _, code := runCommand(t, nil, installed, "--version"); code != 0 || !strings.HasPrefix(got, "nczarrfs version ") {
+		t.Errorf("%s --version: %q, exit %d", installed, got, code)
+	}
+	if want := "ln -sfn " + installed + " /sbin/mount.fuse.nczarrfs"; !strings.Contains(out, want) {
+		t.Errorf("make install as nobody says:\n%s%s\nwant the command %q", out, stderr, want)
+	}
+	if target, err := os.Readlink("/sbin/mount.fuse.nczarrfs"); err == nil && target == installed {
+		t.Errorf("/sbin/mount.fuse.nczarrfs links to nobody's binary")
+	}
+}
