@@ -1005,3 +1005,47 @@ func TestInstallNotRoot(t *testing.T) {
 		t.Errorf("/sbin/mount.fuse.nczarrfs links to nobody's binary")
 	}
 }
+
+// TestDist runs make dist for this machine's target alone (the other,
+// linux/arm64 or amd64, is a cross-build of the same code, left to
+// make dist): one archive with the static binary, the docs it names, and
+// SHA256SUMS that sha256sum -c accepts.
+func TestDist(t *testing.T) {
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dist := t.TempDir()
+	target := runtime.GOOS + "/" + runtime.GOARCH
+	out, stderr, code := runCommand(t, nil, "make", "-C", root, "dist", "DIST="+dist, "PLATFORMS="+target, "VERSION=test")
+	if code != 0 {
+		t.Fatalf("make dist: exit %d:\n%s%s", code, out, stderr)
+	}
+	name := "nczarrfs-test-" + runtime.GOOS + "-" + runtime.GOARCH
+	cmd := exec.Command("sha256sum", "-c", "SHA256SUMS")
+	cmd.Dir = dist
+	if msg, err := cmd.CombinedOutput(); err != nil || string(msg) != name+".tar.gz: OK\n" {
+		t.Errorf("sha256sum -c SHA256SUMS: %v: %s", err, msg)
+	}
+	list, err := exec.Command("tar", "-tzf", filepath.Join(dist, name+".tar.gz")).Output()
+	if want := name + "/\n" + name + "/README.md\n" + name + "/install.md\n" + name + "/nczarrfs\n"; err != nil || string(list) != want {
+		t.Errorf("the archive holds %q (%v), want %q", list, err, want)
+	}
+	if err := exec.Command("tar", "-C", dist, "-xzf", filepath.Join(dist, name+".tar.gz")).Run(); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dist, name, "nczarrfs")
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			t.Errorf("%s asks for a dynamic loader", bin)
+		}
+	}
+	if v, _, code := runCommand(t, nil, bin, "--version"); code != 0 || !strings.HasPrefix(v, "nczarrfs version test ") || !strings.HasSuffix(v, " "+target+"\n") {
+		t.Errorf("--version: %q, exit %d", v, code)
+	}
+}
