@@ -19,7 +19,7 @@ minutes: small datasets (bench/gen.py) kept in bench-quick/, one run of
 each, no 4 GiB memory measurement, and the docs file left alone.
 
 Environment: MINIO_BIN (default $NCZARRFS_CACHE/bin/minio), BENCH_RUNS,
-BENCH_QUICK, BENCH_ONLY (some of throughput,slice,readers,memory,metadata;
+BENCH_QUICK, BENCH_ONLY (some of throughput,slice,preview,readers,memory,metadata;
 the docs file is then left alone), NCZARRFS_CACHE.
 """
 
@@ -293,6 +293,8 @@ class Bench:
             if self.wants("slice"):
                 for codec in CODECS:
                     self.random_access(arrays, codec, decode[codec])
+            if self.wants("preview"):
+                self.preview(arrays)
             if self.wants("readers"):
                 self.two_readers(arrays, "zstd", decode["zstd"]["bytes"])
             if self.wants("memory"):
@@ -303,7 +305,7 @@ class Bench:
 
     def wants(self, part):
         """Whether BENCH_ONLY (a comma-separated list of throughput, slice,
-        readers, memory, metadata; default all) names part."""
+        preview, readers, memory, metadata; default all) names part."""
         only = os.environ.get("BENCH_ONLY", "")
         return not only or part in only.split(",")
 
@@ -396,6 +398,28 @@ class Bench:
             f"zarr-python a[t] {1000 * median(zarr):.1f} ms; in-process {1000 * median(inproc):.1f} ms; "
             f"one chunk row = {decode['row_chunks']} decodes = {1000 * row_cpu:.1f} ms CPU",
             "about one chunk row of decodes",
+        ])
+
+    def preview(self, arrays, codec="zstd"):
+        """cat of preview.png on a fresh mount, cold: the picture of the
+        first 2-D slice, drawn at the first open (four chunks of the
+        4x256x256 grid), next to zarr-python's read of that slice."""
+        with open(os.path.join(arrays, codec, ".zarray")) as f:
+            shape = json.load(f)["shape"]
+        ncz, cpu, zarr = [], [], []
+        for _ in range(self.runs):
+            drop_caches()
+            with Mount(self.bin, arrays) as m:
+                w, c = timed_in(m, ["cat", m.path(codec, "preview.png")])
+            ncz.append(w)
+            cpu.append(c)
+            zarr.append(self.zarr_read("dir", arrays, codec, 0))
+        self.others.append([
+            f"preview.png of a {'×'.join(map(str, shape))} float32 {codec} array "
+            f"(its first 2-D slice, {shape[2]}×{shape[1]} px), fresh mount, cold, directory",
+            f"{1000 * median(ncz):.0f} ms with cat, daemon CPU {1000 * median(cpu):.0f} ms",
+            f"zarr-python reads that slice, a[0], in {1000 * median(zarr):.0f} ms",
+            mark(median(ncz) < 0.5, "< 0.5 s"),
         ])
 
     def two_readers(self, arrays, codec, nbytes):
