@@ -395,7 +395,13 @@ func metricOf(m map[string]float64, key string) (float64, bool) {
 		errv, ok2 := m[`nczarrfs_store_requests_total{op="`+op+`",outcome="error"}`]
 		return okv + errv, ok1 && ok2
 	}
-	return 0, false
+	// The collector's rule for what the table does not name.
+	name := "nczarrfs_" + strings.ReplaceAll(key, ".", "_")
+	if v, ok := m[name+"_total"]; ok {
+		return v, true
+	}
+	v, ok := m[name]
+	return v, ok
 }
 
 // TestMetricsEqualStats mounts with --metrics-addr, reads an array with

@@ -124,15 +124,23 @@ func (c *Collector) collectStore(ch chan<- prometheus.Metric, st *stats.StoreSna
 
 // collectFields sends the numbers among v's fields as nczarrfs_PART_NAME
 // (gauges) or nczarrfs_PART_NAME_total (counters), NAME being the field's
-// JSON name; a map of numbers becomes one metric with a "kind" label.
-// Other fields (strings, structs) are left to callers.
+// JSON name; a map of numbers becomes one metric with a "kind" label, and
+// a struct (or a non-nil pointer to one) is walked as part PART_NAME.
+// stats.OpSnapshot fields are left to collectStore; strings are left out.
 func collectFields(ch chan<- prometheus.Metric, part string, v reflect.Value) {
 	for i := range v.NumField() {
 		f, name := v.Field(i), jsonName(v.Type().Field(i))
-		if name == "" {
+		if name == "" || f.Type() == reflect.TypeFor[stats.OpSnapshot]() {
 			continue
 		}
 		key := part + "_" + name
+		if f.Kind() == reflect.Pointer && !f.IsNil() {
+			f = f.Elem()
+		}
+		if f.Kind() == reflect.Struct {
+			collectFields(ch, key, f)
+			continue
+		}
 		valueType, metric := prometheus.CounterValue, Namespace+"_"+key+"_total"
 		if gauges[key] {
 			valueType, metric = prometheus.GaugeValue, Namespace+"_"+key

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -124,7 +125,7 @@ func fromStats(t *testing.T, js []byte) map[string]float64 {
 			switch v := v.(type) {
 			case float64:
 				want[name(part, field)+"{}"] = v
-			case map[string]any: // one kind of request
+			case map[string]any: // one kind of request (a struct of another kind: see TestNestedFields)
 				n := func(k string) float64 { x, _ := v[k].(float64); return x }
 				want["nczarrfs_store_requests_total{op="+field+",outcome=ok}"] = n("requests") - n("errors")
 				want["nczarrfs_store_requests_total{op="+field+",outcome=error}"] = n("errors")
@@ -291,5 +292,42 @@ func TestHandler(t *testing.T) {
 	}
 	if code, _ := get("/other"); code != 404 {
 		t.Errorf("/other: %d, want 404", code)
+	}
+}
+
+// TestNestedFields checks the rule for what internal/stats may add later:
+// numbers, maps of numbers and nested structs, in any part, flow through.
+func TestNestedFields(t *testing.T) {
+	type throttle struct {
+		SlowDowns int64            `json:"slow_downs"`
+		ByCode    map[string]int64 `json:"by_code"`
+		Waiting   int              `json:"-"`
+	}
+	v := struct {
+		Requests int64     `json:"requests"`
+		Throttle *throttle `json:"throttle"`
+		Nil      *throttle `json:"nil_one"`
+		Name     string    `json:"name"`
+		Op       stats.OpSnapshot
+	}{Requests: 3, Throttle: &throttle{SlowDowns: 2, ByCode: map[string]int64{"503": 2}}}
+	ch := make(chan prometheus.Metric, 10)
+	collectFields(ch, "store", reflect.ValueOf(v))
+	close(ch)
+	got := map[string]bool{}
+	for m := range ch {
+		got[m.Desc().String()] = true
+	}
+	for _, want := range []string{`fqName: "nczarrfs_store_requests_total"`, `fqName: "nczarrfs_store_throttle_slow_downs_total"`,
+		`fqName: "nczarrfs_store_throttle_by_code_total"`} {
+		found := false
+		for d := range got {
+			found = found || strings.Contains(d, want)
+		}
+		if !found {
+			t.Errorf("no metric %s in %v", want, got)
+		}
+	}
+	if len(got) != 3 {
+		t.Errorf("%d metrics, want 3: %v", len(got), got)
 	}
 }
