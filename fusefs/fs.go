@@ -72,6 +72,10 @@ type Options struct {
 	// doing. For an S3 store it is --s3-timeout plus a margin, so that
 	// one store operation fits in it; 0 means no bound.
 	RequestTimeout time.Duration
+	// DirectMount mounts with mount(2) instead of through fusermount3,
+	// falling back to fusermount3 if that fails: for root where
+	// fusermount3 is not installed (a container image).
+	DirectMount bool
 }
 
 // readSize is the largest READ the kernel sends (MaxWrite) and the I/O
@@ -176,6 +180,7 @@ func Mount(mountpoint string, ds *nczarr.Dataset, store zmap.Store, opts Options
 			// the largest pipe (fs.pipe-max-size), logged a warning
 			// for every READ.
 			DisableSplice: true,
+			DirectMount:   opts.DirectMount,
 		},
 	}
 	t := newTree(ds, store, opts)

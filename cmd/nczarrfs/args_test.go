@@ -34,6 +34,8 @@ func TestNormalizeArgs(t *testing.T) {
 			[]string{"nczarrfs", "mount", "s", "--generate-bash-completion"}, ""},
 		{"helper form", []string{"nczarrfs", "/d/x.zip", "/mnt", "-o", "ro,cache_size=1GiB,allow_other,uid=7,x-systemd.automount,_netdev"},
 			[]string{"nczarrfs", "mount", "--daemon", "--mount-helper", "--cache-size=1GiB", "--allow-other", "--uid=7", "--", "/d/x.zip", "/mnt"}, ""},
+		{"helper metrics address", []string{"nczarrfs", "/d/x.zip", "/mnt", "-o", "ro,metrics_addr=127.0.0.1:9100"},
+			[]string{"nczarrfs", "mount", "--daemon", "--mount-helper", "--metrics-addr=127.0.0.1:9100", "--", "/d/x.zip", "/mnt"}, ""},
 		{"helper page cache", []string{"nczarrfs", "/d/x.zip", "/mnt", "-o", "ro,page_cache"},
 			[]string{"nczarrfs", "mount", "--daemon", "--mount-helper", "--page-cache", "--", "/d/x.zip", "/mnt"}, ""},
 		{"helper form without options", []string{"nczarrfs", "/d/x.zip", "/mnt"},

@@ -138,6 +138,7 @@ var optionFlags = map[string]struct {
 	"s3_timeout":      {"s3-timeout", true},
 	"log_file":        {"log-file", true},
 	"log_format":      {"log-format", true},
+	"metrics_addr":    {"metrics-addr", true},
 }
 
 // mountOptionFlags turns -o options into mount flags. An option it does

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync/atomic"
+	"time"
 
 	"github.com/nczarrfs/nczarrfs/zmap"
 )
@@ -15,6 +16,12 @@ import (
 type Store struct {
 	zmap.Store
 	get, readAt, size, stat, search op
+
+	// inFlight counts the requests under way. answered is when a request
+	// last ended without an error (unix nanoseconds), and waiting when the
+	// first request after that began, 0 once one has been answered: the
+	// readiness of a mount (Health).
+	inFlight, answered, waiting atomic.Int64
 }
 
 // op counts one kind of request. Not-found answers are not errors: they
@@ -22,14 +29,30 @@ type Store struct {
 // read that reaches the end of an object.
 type op struct {
 	requests, bytes, errors atomic.Int64
+	latency                 histogram
 }
 
-func (o *op) count(n int64, err error) {
+// begin notes a request starting and returns its start time, for end.
+func (s *Store) begin() time.Time {
+	now := time.Now()
+	s.inFlight.Add(1)
+	s.waiting.CompareAndSwap(0, now.UnixNano())
+	return now
+}
+
+// end counts a request of kind o that began at start.
+func (s *Store) end(o *op, start time.Time, n int64, err error) {
+	now := time.Now()
+	o.latency.observe(now.Sub(start))
 	o.requests.Add(1)
 	o.bytes.Add(n)
 	if err != nil && !errors.Is(err, zmap.ErrNotFound) && !errors.Is(err, io.EOF) {
 		o.errors.Add(1)
+	} else {
+		s.answered.Store(now.UnixNano())
+		s.waiting.Store(0)
 	}
+	s.inFlight.Add(-1)
 }
 
 // CountStore wraps s so that its requests are counted.
@@ -41,15 +64,17 @@ func (s *Store) Unwrap() zmap.Store { return s.Store }
 
 // Get counts a request and the bytes it returned.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
+	start := s.begin()
 	b, err := s.Store.Get(ctx, key)
-	s.get.count(int64(len(b)), err)
+	s.end(&s.get, start, int64(len(b)), err)
 	return b, err
 }
 
 // ReadAt counts a request and the bytes it read.
 func (s *Store) ReadAt(ctx context.Context, key string, p []byte, off int64) (int, error) {
+	start := s.begin()
 	n, err := s.Store.ReadAt(ctx, key, p, off)
-	s.readAt.count(int64(n), err)
+	s.end(&s.readAt, start, int64(n), err)
 	return n, err
 }
 
@@ -61,8 +86,12 @@ func (s *Store) ReadVec(ctx context.Context, key string, bufs [][]byte, off int6
 	if !ok {
 		return 0, fmt.Errorf("readvec %q: %w", key, errors.ErrUnsupported)
 	}
+	start := s.begin()
 	size, err := vr.ReadVec(ctx, key, bufs, off)
 	if errors.Is(err, errors.ErrUnsupported) {
+		// Not a request after all: undo begin.
+		s.waiting.CompareAndSwap(start.UnixNano(), 0)
+		s.inFlight.Add(-1)
 		return size, err
 	}
 	var n int64
@@ -71,28 +100,31 @@ func (s *Store) ReadVec(ctx context.Context, key string, bufs [][]byte, off int6
 			n += int64(len(b))
 		}
 	}
-	s.readAt.count(n, err)
+	s.end(&s.readAt, start, n, err)
 	return size, err
 }
 
 // Size counts a request.
 func (s *Store) Size(ctx context.Context, key string) (int64, error) {
+	start := s.begin()
 	n, err := s.Store.Size(ctx, key)
-	s.size.count(0, err)
+	s.end(&s.size, start, 0, err)
 	return n, err
 }
 
 // Stat counts a request.
 func (s *Store) Stat(ctx context.Context, key string) (zmap.Entry, error) {
+	start := s.begin()
 	e, err := s.Store.Stat(ctx, key)
-	s.stat.count(0, err)
+	s.end(&s.stat, start, 0, err)
 	return e, err
 }
 
 // Search counts a request; its "bytes" are the entries listed.
 func (s *Store) Search(ctx context.Context, prefix string) ([]zmap.Entry, error) {
+	start := s.begin()
 	e, err := s.Store.Search(ctx, prefix)
-	s.search.count(int64(len(e)), err)
+	s.end(&s.search, start, int64(len(e)), err)
 	return e, err
 }
 
@@ -111,13 +143,15 @@ func (o *op) snapshot() OpSnapshot {
 // StoreSnapshot is the store part of .nczarrfs/stats. Objects and Bytes
 // sum the object fetches (Get and ReadAt), which is what a store bills.
 type StoreSnapshot struct {
-	Objects int64      `json:"objects"`
-	Bytes   int64      `json:"bytes"`
-	Get     OpSnapshot `json:"get"`
-	ReadAt  OpSnapshot `json:"read_at"`
-	Size    OpSnapshot `json:"size"`
-	Stat    OpSnapshot `json:"stat"`
-	Search  OpSnapshot `json:"search"`
+	Objects int64 `json:"objects"`
+	Bytes   int64 `json:"bytes"`
+	// InFlight is the number of requests under way.
+	InFlight int64      `json:"in_flight"`
+	Get      OpSnapshot `json:"get"`
+	ReadAt   OpSnapshot `json:"read_at"`
+	Size     OpSnapshot `json:"size"`
+	Stat     OpSnapshot `json:"stat"`
+	Search   OpSnapshot `json:"search"`
 	// Pacing is what a store that paces its requests (S3) did about a
 	// busy or unreliable server; nil for other stores.
 	Pacing *PacingSnapshot `json:"pacing,omitempty"`
@@ -156,6 +190,7 @@ func (s *Store) Snapshot() StoreSnapshot {
 		Stat:   s.stat.snapshot(),
 		Search: s.search.snapshot(),
 	}
+	st.InFlight = s.inFlight.Load()
 	st.Search.Entries, st.Search.Bytes = st.Search.Bytes, 0
 	if p, ok := zmap.As[pacer](s.Store); ok {
 		ps := &PacingSnapshot{Throttled: p.Throttled()}
@@ -166,4 +201,46 @@ func (s *Store) Snapshot() StoreSnapshot {
 	st.Objects = st.Get.Requests + st.ReadAt.Requests
 	st.Bytes = st.Get.Bytes + st.ReadAt.Bytes
 	return st
+}
+
+// Latency returns the latency histogram of each kind of request, by the
+// name the kind has in StoreSnapshot's JSON. It is not part of
+// .nczarrfs/stats (too long to read there); metrics show it.
+func (s *Store) Latency() map[string]Histogram {
+	return map[string]Histogram{
+		"get":     s.get.latency.snapshot(),
+		"read_at": s.readAt.latency.snapshot(),
+		"size":    s.size.latency.snapshot(),
+		"stat":    s.stat.latency.snapshot(),
+		"search":  s.search.latency.snapshot(),
+	}
+}
+
+// Health says whether the store is answering.
+type Health struct {
+	// Answered is when a request last ended without an error; zero if
+	// none has.
+	Answered time.Time
+	// Waiting is when the store was first asked something after that
+	// answer; zero when it has not been asked since.
+	Waiting time.Time
+}
+
+// Health reads the store's health now.
+func (s *Store) Health() Health {
+	var h Health
+	if ns := s.answered.Load(); ns != 0 {
+		h.Answered = time.Unix(0, ns)
+	}
+	if ns := s.waiting.Load(); ns != 0 {
+		h.Waiting = time.Unix(0, ns)
+	}
+	return h
+}
+
+// Stuck reports whether the store has been asked and has not answered
+// for longer than d: it was asked at least d ago, and nothing it was
+// asked since has ended well.
+func (h Health) Stuck(now time.Time, d time.Duration) bool {
+	return !h.Waiting.IsZero() && now.Sub(h.Waiting) > d
 }
