@@ -164,10 +164,10 @@ func (k Kinds) Total() int64 { return k.GET + k.RangedGET + k.HEAD + k.LIST }
 // Snapshot reads the counters now.
 func (s *Store) Snapshot() StoreSnapshot {
 	st := StoreSnapshot{
-		Get:    s.get.snapshot(),
-		ReadAt: s.readAt.snapshot(),
-		Size:   s.size.snapshot(),
-		Stat:   s.stat.snapshot(),
+		Get:      s.get.snapshot(),
+		ReadAt:   s.readAt.snapshot(),
+		Size:     s.size.snapshot(),
+		Stat:     s.stat.snapshot(),
 		Search:   s.search.snapshot(),
 		ListFlat: s.flat.snapshot(),
 	}
