@@ -25,6 +25,7 @@ import (
 	"github.com/nczarrfs/nczarrfs/internal/stats"
 	"github.com/nczarrfs/nczarrfs/nczarr"
 	"github.com/nczarrfs/nczarrfs/zmap"
+	"github.com/nczarrfs/nczarrfs/zmap/listcache"
 )
 
 // DataName is the synthesized file in every array directory.
@@ -36,9 +37,15 @@ type Options struct {
 	FsName     string // shown as the mount's source in /proc/mounts
 	Debug      bool   // log every FUSE request
 	AllowOther bool
-	// CacheTimeout is how long the kernel may keep entries and attributes.
-	// The store is treated as immutable, so long is right. 0 means 1 hour.
+	// CacheTimeout is how long the kernel may keep entries, attributes
+	// and the answers that a name does not exist: the mount's
+	// --metadata-ttl, so that the kernel forgets what the kept listings
+	// forget. 0 means 1 hour; a negative one keeps nothing.
 	CacheTimeout time.Duration
+	// Listings keeps the store's listings (zmap/listcache). Nil means
+	// the store given, when it is or wraps one, else one that keeps
+	// them for ever (the store is then treated as immutable).
+	Listings *listcache.Store
 	// Stats holds the counters shown in .nczarrfs; nil counts errors only.
 	Stats *stats.Mount
 	// Name is the dataset's name on the first line of header.cdl, as
@@ -76,6 +83,10 @@ const readSize = 1 << 20
 type tree struct {
 	ds    *nczarr.Dataset
 	store zmap.Store
+	lc    *listcache.Store // the store, keeping its listings
+	// remote: a request costs a round trip (S3); times not known from
+	// a listing are then not asked for (times.go).
+	remote bool
 	rep   *reporter
 	uid   uint32
 	gid   uint32
@@ -101,9 +112,19 @@ func newTree(ds *nczarr.Dataset, store zmap.Store, opts Options) *tree {
 	if log == nil {
 		log = slog.Default()
 	}
+	lc := opts.Listings
+	if lc == nil {
+		var ok bool
+		if lc, ok = zmap.As[*listcache.Store](store); !ok {
+			lc = listcache.New(store, listcache.Options{TTL: listcache.Forever, Logger: log})
+		}
+	}
+	remote, _ := zmap.As[interface{ Remote() bool }](store)
 	t := &tree{
-		ds:    ds,
-		store: store,
+		ds:     ds,
+		store:  lc,
+		lc:     lc,
+		remote: remote != nil && remote.Remote(),
 		rep:   &reporter{log: log, seen: map[string]bool{}},
 		uid:   uint32(os.Getuid()),
 		gid:   uint32(os.Getgid()),
@@ -129,8 +150,11 @@ func newTree(ds *nczarr.Dataset, store zmap.Store, opts Options) *tree {
 // server; the caller waits on it and unmounts it.
 func Mount(mountpoint string, ds *nczarr.Dataset, store zmap.Store, opts Options) (*fuse.Server, error) {
 	timeout := opts.CacheTimeout
-	if timeout == 0 {
+	switch {
+	case timeout == 0:
 		timeout = time.Hour
+	case timeout < 0:
+		timeout = 0
 	}
 	fsOpts := &fs.Options{
 		EntryTimeout:    &timeout,
@@ -223,12 +247,6 @@ type dir struct {
 	t        *tree
 	key      string
 	array    *nczarr.Array // nil unless this is an array
-
-	// listing is the last Search of key, kept so that the lookups that
-	// follow a readdir (ls -l) cost no store request: on S3 each would be
-	// a HEAD. The store is immutable while mounted.
-	mu      sync.Mutex
-	listing map[string]zmap.Entry // GUARDED_BY(mu); nil until Readdir
 }
 
 var (
@@ -273,18 +291,23 @@ func (d *dir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.
 	if d.t.ds.Group(key) != nil || d.t.ds.Array(key) != nil {
 		return d.newDir(ctx, key, out), 0
 	}
-	d.mu.Lock()
-	listing := d.listing
-	d.mu.Unlock()
-	if listing != nil {
-		e, ok := listing[name]
-		switch {
-		case !ok:
-			return nil, syscall.ENOENT
-		case e.Dir:
-			return d.newDir(ctx, key, out), 0
-		default:
-			return d.newObject(ctx, key, e, out), 0
+	if d.t.lc.TTL() > 0 {
+		// The folder is listed once (and again after the TTL), and
+		// every name in it answered from that listing: a lookup costs
+		// no request, one that fails neither.
+		e, known, err := d.t.listed(ctx, d.key, name)
+		if err != nil {
+			return nil, d.t.rep.errno("lookup", key, err)
+		}
+		if known {
+			switch {
+			case e == nil:
+				return nil, syscall.ENOENT
+			case e.Dir:
+				return d.newDir(ctx, key, out), 0
+			default:
+				return d.newObject(ctx, key, *e, out), 0
+			}
 		}
 	}
 	e, err := d.t.store.Stat(ctx, key)
@@ -303,6 +326,25 @@ func (d *dir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.
 		return nil, syscall.ENOENT
 	}
 	return d.newDir(ctx, key, out), 0
+}
+
+// listed looks name up in the kept listing of the folder dir, listing it
+// first when it is not kept: e is nil when the listing does not hold
+// name; known is false when no listing could be kept.
+func (t *tree) listed(ctx context.Context, dir, name string) (e *zmap.Entry, known bool, err error) {
+	key := zmap.Join(dir, name)
+	for range 2 {
+		if entry, ok := t.lc.Cached(key); ok {
+			return &entry, true, nil
+		}
+		if t.lc.Listed(dir) {
+			return nil, true, nil
+		}
+		if _, err := t.lc.Search(ctx, dir); err != nil {
+			return nil, false, err
+		}
+	}
+	return nil, false, nil
 }
 
 func (d *dir) newDir(ctx context.Context, key string, out *fuse.EntryOut) *fs.Inode {
@@ -328,9 +370,6 @@ func (d *dir) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 	for _, e := range entries {
 		listing[e.Name] = e
 	}
-	d.mu.Lock()
-	d.listing = listing
-	d.mu.Unlock()
 	list := make([]fuse.DirEntry, 0, len(entries)+1)
 	if d.array != nil {
 		list = append(list, arrayEntry(d.array))

@@ -151,14 +151,16 @@ func (d *dir) lookupSynth(ctx context.Context, name string, out *fuse.EntryOut) 
 // stored reports whether the store has an object or a prefix named name
 // in d, from the last listing when there is one.
 func (d *dir) stored(ctx context.Context, name string) (bool, error) {
-	d.mu.Lock()
-	listing := d.listing
-	d.mu.Unlock()
-	if listing != nil {
-		_, ok := listing[name]
-		return ok, nil
-	}
 	key := zmap.Join(d.key, name)
+	if _, ok := d.t.lc.Cached(key); ok {
+		return true, nil
+	}
+	if d.t.lc.Listed(d.key) {
+		return false, nil
+	}
+	// Not listed: two requests (a HEAD and a LIST of the name) rather
+	// than a listing of a folder that may hold 100,000 chunks before the
+	// first byte of data.
 	_, err := d.t.store.Stat(ctx, key)
 	if err == nil {
 		return true, nil

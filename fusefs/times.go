@@ -26,6 +26,13 @@ import (
 //   - the live files in .nczarrfs have the time the mount started, when
 //     their counters started.
 //
+// A time is read from a kept listing (zmap/listcache) where one holds the
+// metadata object, with no request. On a distant store (S3) a group or
+// array whose folder is not listed has the root's time instead, until its
+// folder is listed: a stat costs no round trip. On a local store the
+// object is stat'ed. The root's time is found once, with at most one
+// request or listing of the root.
+//
 // Only when the store cannot say (an error, or a store that records no
 // times) is the mount's start used; such a time is not remembered.
 
@@ -75,6 +82,9 @@ func (t *tree) metaObject(key string) string {
 // dirTime returns the modification time of the directory key (see above).
 func (t *tree) dirTime(ctx context.Context, key string) time.Time {
 	key = t.metaNode(key)
+	if e, ok := t.lc.Cached(t.metaObject(key)); ok && !e.ModTime.IsZero() {
+		return e.ModTime
+	}
 	t.times.mu.Lock()
 	tm, ok := t.times.dirs[key]
 	t.times.mu.Unlock()
@@ -82,9 +92,12 @@ func (t *tree) dirTime(ctx context.Context, key string) time.Time {
 		return tm
 	}
 	var err error
-	if key == "" {
+	switch {
+	case key != "" && t.remote:
+		return t.dirTime(ctx, "")
+	case key == "":
 		tm, err = t.rootTime(ctx)
-	} else {
+	default:
 		var e zmap.Entry
 		e, err = t.store.Stat(ctx, t.metaObject(key))
 		tm = e.ModTime

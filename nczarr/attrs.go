@@ -148,9 +148,13 @@ func (d *Dataset) Attrs(ctx context.Context, path string) ([]Attr, error) {
 		return d.attrsV3(ctx, path)
 	}
 	key := zmap.Join(path, ".zattrs")
-	data, err := d.store.Get(ctx, key)
-	if errors.Is(err, zmap.ErrNotFound) && d.Consolidated {
+	var data []byte
+	err := zmap.ErrNotFound
+	if d.Consolidated {
 		data, err = d.consolidatedObject(ctx, key)
+	}
+	if errors.Is(err, zmap.ErrNotFound) {
+		data, err = d.store.Get(ctx, key)
 	}
 	if errors.Is(err, zmap.ErrNotFound) {
 		return nil, nil
@@ -193,6 +197,12 @@ func typedAttrs(ms []member, types map[string]string, typeOf func(string) string
 
 // consolidatedObject returns one object of the root .zmetadata.
 func (d *Dataset) consolidatedObject(ctx context.Context, key string) ([]byte, error) {
+	if d.zmeta != nil {
+		if raw, ok := d.zmeta[key]; ok {
+			return raw, nil
+		}
+		return nil, fmt.Errorf("%s: %w", key, zmap.ErrNotFound)
+	}
 	data, err := d.store.Get(ctx, ".zmetadata")
 	if err != nil {
 		return nil, err

@@ -63,6 +63,9 @@ type Dataset struct {
 	par    int
 	groups map[string]*Group
 	arrays map[string]*Array
+	// zmeta is the metadata member of the root .zmetadata, read once by
+	// Open: attributes are read from it with no request.
+	zmeta map[string]json.RawMessage
 }
 
 // Group is a group of the dataset.
@@ -117,7 +120,7 @@ func Open(ctx context.Context, store zmap.Store, opts Options) (*Dataset, error)
 	d.hint, _ = zmap.As[willNeeder](store)
 	d.hints = newQueue(1, 0)
 	d.vec, _ = zmap.As[zmap.VecReader](store)
-	w := &walker{d: d, sem: make(chan struct{}, d.par)}
+	w := &walker{d: d, sem: make(chan struct{}, walkParallelism(store, d.par))}
 
 	if ok, err := w.openV3(ctx); ok || err != nil {
 		if err != nil {
@@ -190,6 +193,20 @@ func parallelism(s zmap.Store) int {
 		return p.Parallelism()
 	}
 	return 8
+}
+
+// remoteWalk is how many metadata objects the walk fetches at once from a
+// distant store: at a 20 ms round trip, 10,000 .zarray objects take 1.6 s
+// at 128 in flight, 6 s at 32.
+const remoteWalk = 128
+
+// walkParallelism bounds the walk's requests: par, or remoteWalk for a
+// store whose requests cost a round trip (a Remote method says so).
+func walkParallelism(s zmap.Store, par int) int {
+	if r, ok := zmap.As[interface{ Remote() bool }](s); ok && r.Remote() {
+		return max(par, remoteWalk)
+	}
+	return par
 }
 
 // walker loads the tree of groups and arrays with bounded concurrency.
@@ -392,6 +409,7 @@ func (w *walker) consolidated(ctx context.Context) (bool, error) {
 		w.d.log.Warn("ignoring unreadable .zmetadata", "err", err)
 		return false, nil
 	}
+	w.d.zmeta = doc.Metadata
 	groups := map[string]*Group{"": {Path: ""}}
 	var arrays []string
 	for key := range doc.Metadata {

@@ -195,6 +195,22 @@ func (c *Store) Cached(key string) (e zmap.Entry, ok bool) {
 	return e, ok && found
 }
 
+// Listed reports whether a fresh listing of the folder prefix is kept (or
+// a listing that says it holds nothing), with no request.
+func (c *Store) Listed(prefix string) bool {
+	c.mu.Lock()
+	f := c.dirs[prefix]
+	c.mu.Unlock()
+	if f != nil && c.fresh(f.at) {
+		return true
+	}
+	if prefix == "" {
+		return false
+	}
+	e, found, ok := c.known(prefix)
+	return ok && (!found || !e.Dir)
+}
+
 // notFound is the error of a key a kept listing does not hold.
 func notFound(key string) error {
 	return fmt.Errorf("%s: %w (not in the kept listing)", key, zmap.ErrNotFound)
