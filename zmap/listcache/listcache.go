@@ -249,8 +249,8 @@ func (c *Store) Size(ctx context.Context, key string) (int64, error) {
 	return c.Store.Size(ctx, key)
 }
 
-// ReadAt fails at once for a key a kept listing does not hold, and
-// otherwise reads from the store.
+// ReadAt fails at once for a key a kept listing does not hold, reads a
+// kept metadata object from memory, and otherwise reads from the store.
 func (c *Store) ReadAt(ctx context.Context, key string, p []byte, off int64) (int, error) {
 	if e, err, ok := c.object(ctx, key); ok {
 		if err != nil {
@@ -260,7 +260,31 @@ func (c *Store) ReadAt(ctx context.Context, key string, p []byte, off int64) (in
 			return 0, io.EOF
 		}
 	}
+	if d := c.keptMeta(key); d != nil && d.data != nil && off >= 0 {
+		if off >= int64(len(d.data)) {
+			return 0, io.EOF
+		}
+		n := copy(p, d.data[off:])
+		if n < len(p) {
+			return n, io.EOF
+		}
+		return n, nil
+	}
 	return c.Store.ReadAt(ctx, key, p, off)
+}
+
+// keptMeta returns the fresh kept metadata object key, or nil.
+func (c *Store) keptMeta(key string) *doc {
+	if !isMeta(key) {
+		return nil
+	}
+	c.mu.Lock()
+	d := c.meta[key]
+	c.mu.Unlock()
+	if d == nil || !c.fresh(d.at) {
+		return nil
+	}
+	return d
 }
 
 // isMeta reports whether key names a metadata object, which is kept.
@@ -279,16 +303,11 @@ func (c *Store) Get(ctx context.Context, key string) ([]byte, error) {
 		return c.Store.Get(ctx, key)
 	}
 	meta := isMeta(key) && c.opts.TTL > 0
-	if meta {
-		c.mu.Lock()
-		d := c.meta[key]
-		c.mu.Unlock()
-		if d != nil && c.fresh(d.at) {
-			if d.data == nil {
-				return nil, notFound(key)
-			}
-			return slices.Clone(d.data), nil
+	if d := c.keptMeta(key); d != nil {
+		if d.data == nil {
+			return nil, notFound(key)
 		}
+		return slices.Clone(d.data), nil
 	}
 	at := c.now()
 	data, err := c.Store.Get(ctx, key)
