@@ -87,15 +87,15 @@ type tree struct {
 	// remote: a request costs a round trip (S3); times not known from
 	// a listing are then not asked for (times.go).
 	remote bool
-	rep   *reporter
-	uid   uint32
-	gid   uint32
-	umask uint32
-	name  string // of the dataset, in header.cdl
-	stats *stats.Mount
-	times modTimes   // of directories (times.go)
-	xattr xattrCache // of groups and arrays (xattr.go)
-	files sync.Map   // array path -> *arrayFiles (synth.go)
+	rep    *reporter
+	uid    uint32
+	gid    uint32
+	umask  uint32
+	name   string // of the dataset, in header.cdl
+	stats  *stats.Mount
+	times  modTimes   // of directories (times.go)
+	xattr  xattrCache // of groups and arrays (xattr.go)
+	files  sync.Map   // array path -> *arrayFiles (synth.go)
 	// direct opens data files with FOPEN_DIRECT_IO; Mount sets it once
 	// the kernel has said it maps such files (Options.PageCache).
 	direct atomic.Bool
@@ -125,13 +125,13 @@ func newTree(ds *nczarr.Dataset, store zmap.Store, opts Options) *tree {
 		store:  lc,
 		lc:     lc,
 		remote: remote != nil && remote.Remote(),
-		rep:   &reporter{log: log, seen: map[string]bool{}},
-		uid:   uint32(os.Getuid()),
-		gid:   uint32(os.Getgid()),
-		umask: opts.Umask & 0o777,
-		name:  opts.Name,
-		times: modTimes{started: time.Now(), dirs: map[string]time.Time{}},
-		xattr: xattrCache{byPath: map[string][]xattr{}},
+		rep:    &reporter{log: log, seen: map[string]bool{}},
+		uid:    uint32(os.Getuid()),
+		gid:    uint32(os.Getgid()),
+		umask:  opts.Umask & 0o777,
+		name:   opts.Name,
+		times:  modTimes{started: time.Now(), dirs: map[string]time.Time{}},
+		xattr:  xattrCache{byPath: map[string][]xattr{}},
 	}
 	if opts.UID != nil {
 		t.uid = *opts.UID
