@@ -405,7 +405,7 @@ type Layout struct {
 
 // Layout reads the order of the group at path's children.
 func (d *Dataset) Layout(ctx context.Context, path string) (Layout, error) {
-	g := d.groups[path]
+	g := d.Group(path)
 	if g == nil {
 		return Layout{}, fmt.Errorf("%q: no such group", path)
 	}

@@ -5,7 +5,7 @@
 #
 #   scripts/install-deps.sh          # everything for the tests
 #   scripts/install-deps.sh --run    # only what the demo needs
-#   scripts/install-deps.sh --bench  # the demo's and make bench's (zarr-python, boto3)
+#   scripts/install-deps.sh --bench  # the demo's and make bench's (zarr-python, boto3, rclone)
 set -euo pipefail
 
 run_only=false
@@ -21,7 +21,7 @@ if ! $run_only; then
   packages+=(gdal-bin attr) # gdalinfo and gdal_translate open data.vrt; getfattr shows the xattrs
   packages+=(gcc gfortran) # docs/guide.md reads data from C and Fortran, and its test runs them
 fi
-[[ ${1:-} == --bench ]] && packages+=(python3-zarr python3-numcodecs python3-boto3)
+[[ ${1:-} == --bench ]] && packages+=(python3-zarr python3-numcodecs python3-boto3 rclone)
 
 missing=()
 for p in "${packages[@]}"; do

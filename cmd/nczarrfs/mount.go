@@ -234,8 +234,12 @@ func runMount(c *cli.Context) error {
 		}
 		return stoppedOr(ctx, log, err)
 	}
-	log.Debug("opened dataset", "source", source.Redact(cfg.source), "generation", ds.Generation,
-		"groups", len(ds.Groups()), "arrays", len(ds.Arrays()))
+	// Counting the arrays reads those of a lazily read dataset: only
+	// when the count is logged.
+	if log.Enabled(ctx, slog.LevelDebug) {
+		log.Debug("opened dataset", "source", source.Redact(cfg.source), "generation", ds.Generation,
+			"groups", len(ds.Groups()), "arrays", len(ds.Arrays()))
+	}
 
 	srv, err := fusefs.Mount(mountpoint, ds, kept, fusefs.Options{
 		Logger:       log,

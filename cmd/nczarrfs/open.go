@@ -89,8 +89,12 @@ func openDataset(ctx context.Context, c *cli.Context, src string) (*nczarr.Datas
 		}
 		return nil, nil, fmt.Errorf("reading %s: %w", source.Redact(src), err)
 	}
-	log.Debug("opened dataset", "source", source.Redact(src), "generation", ds.Generation,
-		"groups", len(ds.Groups()), "arrays", len(ds.Arrays()))
+	// Counting the arrays reads those of a lazily read dataset: only
+	// when the count is logged.
+	if log.Enabled(ctx, slog.LevelDebug) {
+		log.Debug("opened dataset", "source", source.Redact(src), "generation", ds.Generation,
+			"groups", len(ds.Groups()), "arrays", len(ds.Arrays()))
+	}
 	return ds, store, nil
 }
 

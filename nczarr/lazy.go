@@ -1,0 +1,103 @@
+package nczarr
+
+import (
+	"context"
+	"sync"
+
+	"github.com/nczarrfs/nczarrfs/zmap"
+)
+
+// A distant store's dataset is read lazily: Open reads the root group and
+// names its children, and a group's children are read the first time one
+// of them (or a list of every array) is asked for, all at once, with as
+// many requests in flight as the walk allows. A group of 10,000 arrays
+// then mounts as fast as one of 10, and the first ls of it reads the
+// 10,000 .zarray objects 128 at a time.
+
+// lazyWalk holds the groups whose children are named but not read.
+type lazyWalk struct {
+	w       *walker
+	mu      sync.Mutex
+	pending map[string]*pendingGroup // GUARDED_BY(mu): by group path
+}
+
+// pendingGroup is a group whose children are still to be read.
+type pendingGroup struct {
+	once sync.Once
+	g    *Group
+}
+
+// lister is a store that says, with no request, what a kept listing holds
+// (zmap/listcache): the walk then tells arrays from groups without
+// fetching their metadata.
+type lister interface {
+	Cached(key string) (zmap.Entry, bool)
+	Listed(prefix string) bool
+}
+
+// defer_ records g's children to be read when first asked for.
+func (l *lazyWalk) defer_(g *Group) {
+	if len(g.Arrays)+len(g.Groups) == 0 {
+		return
+	}
+	l.mu.Lock()
+	l.pending[g.Path] = &pendingGroup{g: g}
+	l.mu.Unlock()
+}
+
+// readFor reads what is needed to answer for path: the children of every
+// group above it.
+func (l *lazyWalk) readFor(path string) {
+	if path == "" {
+		return
+	}
+	parent, _ := splitKey(path)
+	l.readFor(parent)
+	l.read(parent)
+}
+
+// read reads the children of the group at path if they are pending.
+func (l *lazyWalk) read(path string) {
+	l.mu.Lock()
+	pg := l.pending[path]
+	l.mu.Unlock()
+	if pg == nil {
+		return
+	}
+	pg.once.Do(func() {
+		// The reads belong to no one caller: one that gives up must not
+		// leave the group half read for the others.
+		ctx := context.Background()
+		var wg sync.WaitGroup
+		l.w.children(ctx, pg.g, &wg)
+		wg.Wait()
+		l.mu.Lock()
+		delete(l.pending, path)
+		l.mu.Unlock()
+	})
+}
+
+// readAll reads every pending group, for a list of every array or group.
+func (l *lazyWalk) readAll() {
+	for {
+		l.mu.Lock()
+		var paths []string
+		for p := range l.pending {
+			paths = append(paths, p)
+		}
+		l.mu.Unlock()
+		if len(paths) == 0 {
+			return
+		}
+		var wg sync.WaitGroup
+		for _, p := range paths {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				l.readFor(p)
+				l.read(p)
+			}()
+		}
+		wg.Wait()
+	}
+}
