@@ -174,7 +174,7 @@ func (c *Store) known(key string) (e zmap.Entry, found, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	f := c.dirs[dir]
-	if f == nil && c.flatState == flatHeld {
+	if (f == nil || !c.fresh(f.at)) && c.flatState == flatHeld {
 		// Every folder of the dataset is in dirs: one that is not
 		// has nothing in it.
 		if root := c.dirs[""]; root != nil && c.fresh(root.at) {
@@ -218,11 +218,11 @@ func notFound(key string) error {
 
 // object answers from a kept listing whether key is an object: (entry,
 // nil), an error wrapping ErrNotFound, or ok false when no listing says.
-func (c *Store) object(ctx context.Context, key string) (zmap.Entry, error, bool) {
+func (c *Store) object(ctx context.Context, key string, relist bool) (zmap.Entry, error, bool) {
 	if err := ctx.Err(); err != nil {
 		return zmap.Entry{}, fmt.Errorf("%s: %w", key, err), true
 	}
-	c.listFlat(ctx)
+	c.listFlat(ctx, relist)
 	e, found, ok := c.known(key)
 	switch {
 	case !ok:
@@ -235,7 +235,7 @@ func (c *Store) object(ctx context.Context, key string) (zmap.Entry, error, bool
 
 // Stat answers from a kept listing, else asks the store.
 func (c *Store) Stat(ctx context.Context, key string) (zmap.Entry, error) {
-	if e, err, ok := c.object(ctx, key); ok {
+	if e, err, ok := c.object(ctx, key, true); ok {
 		return e, err
 	}
 	return c.Store.Stat(ctx, key)
@@ -243,7 +243,7 @@ func (c *Store) Stat(ctx context.Context, key string) (zmap.Entry, error) {
 
 // Size answers from a kept listing, else asks the store.
 func (c *Store) Size(ctx context.Context, key string) (int64, error) {
-	if e, err, ok := c.object(ctx, key); ok {
+	if e, err, ok := c.object(ctx, key, true); ok {
 		return e.Size, err
 	}
 	return c.Store.Size(ctx, key)
@@ -252,7 +252,7 @@ func (c *Store) Size(ctx context.Context, key string) (int64, error) {
 // ReadAt fails at once for a key a kept listing does not hold, reads a
 // kept metadata object from memory, and otherwise reads from the store.
 func (c *Store) ReadAt(ctx context.Context, key string, p []byte, off int64) (int, error) {
-	if e, err, ok := c.object(ctx, key); ok {
+	if e, err, ok := c.object(ctx, key, false); ok {
 		if err != nil {
 			return 0, err
 		}
@@ -296,7 +296,7 @@ func isMeta(key string) bool {
 // Get fails at once for a key a kept listing does not hold, answers a
 // metadata object from what it kept, and otherwise fetches.
 func (c *Store) Get(ctx context.Context, key string) ([]byte, error) {
-	if _, err, ok := c.object(ctx, key); ok && err != nil {
+	if _, err, ok := c.object(ctx, key, false); ok && err != nil {
 		return nil, err
 	}
 	if !zmap.ValidKey(key) {
@@ -342,7 +342,7 @@ func (c *Store) Search(ctx context.Context, prefix string) ([]zmap.Entry, error)
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("list %s: %w", prefix, err)
 	}
-	c.listFlat(ctx)
+	c.listFlat(ctx, true)
 	if entries, ok := c.keptListing(prefix); ok {
 		return entries, nil
 	}
@@ -445,10 +445,13 @@ func (c *Store) prefetchIn(prefix string, entries []zmap.Entry) {
 	}
 }
 
-// listFlat lists the whole dataset flat when that is cheap and not done
-// (or no longer fresh), and keeps every folder of it. Those who call it
-// while it runs wait for it.
-func (c *Store) listFlat(ctx context.Context) {
+// listFlat lists the whole dataset flat when that is cheap and not done,
+// or, with relist, no longer fresh, and keeps every folder of it. Those
+// who call it while it runs wait for it. Reads of objects (Get, ReadAt)
+// do not list again once the listing is stale: a read of data must not
+// wait for a listing of the whole dataset every TTL; the next listing,
+// stat or lookup lists it again.
+func (c *Store) listFlat(ctx context.Context, relist bool) {
 	if c.flat == nil {
 		return
 	}
@@ -466,7 +469,7 @@ func (c *Store) listFlat(ctx context.Context) {
 		}
 		return
 	case flatHeld:
-		if f := c.dirs[""]; f != nil && c.fresh(f.at) {
+		if f := c.dirs[""]; !relist || (f != nil && c.fresh(f.at)) {
 			c.mu.Unlock()
 			return
 		}
@@ -493,9 +496,11 @@ func (c *Store) listFlat(ctx context.Context) {
 		c.flatState = flatTooLong
 		return
 	}
-	for prefix, f := range folders(l.Entries) {
+	// The folders of an earlier flat listing that this one does not
+	// hold are gone.
+	c.dirs = folders(l.Entries)
+	for _, f := range c.dirs {
 		f.at = at
-		c.dirs[prefix] = f
 	}
 	c.flatState = flatHeld
 	c.opts.Logger.Debug("listed the dataset flat", "keys", len(l.Entries), "requests", l.Requests)
