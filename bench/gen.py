@@ -100,12 +100,16 @@ def gen_big(path):
         a[t0:t0 + step] = np.broadcast_to(ramp + t0, (step, Y, X))
 
 
-def gen_meta(path, consolidated, n=N_ARRAYS):
+def gen_meta(path, consolidated, n=N_ARRAYS, dims=False):
+    """n arrays of 10 int32; with dims, each has xarray's _ARRAY_DIMENSIONS
+    (one dimension "x" for all), which xarray.open_zarr needs."""
     store = zarr.DirectoryStore(path)
     g = zarr.open_group(store, mode="w")
     for i in range(n):
         a = g.create_dataset(f"v{i:04d}", shape=(10,), chunks=(10,), dtype="<i4")
         a[:] = np.arange(i, i + 10, dtype="<i4")
+        if dims:
+            a.attrs["_ARRAY_DIMENSIONS"] = ["x"]
     if consolidated:
         zarr.consolidate_metadata(store)
 
@@ -127,6 +131,8 @@ def main():
         "manyarraysc.zarr": lambda p: gen_meta(p, True),
         "manychunks.zarr": gen_many_chunks,
         "manyarrays10k.zarr": lambda p: gen_meta(p, False, N_ARRAYS_LARGE),
+        "xarrays.zarr": lambda p: gen_meta(p, False, dims=True),
+        "xarraysc.zarr": lambda p: gen_meta(p, True, dims=True),
     }
     for name in sys.argv[2:]:
         ensure(out, name, makers)

@@ -292,23 +292,25 @@ func (d *dir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.
 		return d.newDir(ctx, key, out), 0
 	}
 	if d.t.lc.TTL() > 0 {
-		// The folder is listed once (and again after the TTL), and
-		// every name in it answered from that listing: a lookup costs
-		// no request, one that fails neither.
-		e, known, err := d.t.listed(ctx, d.key, name)
+		// On S3 the folder is listed once (and again after the TTL),
+		// and every name in it answered from that listing: a lookup
+		// costs no request, one that fails neither. A local folder is
+		// not listed for a lookup, but a kept listing answers.
+		e, known, err := d.t.listed(ctx, d.key, name, d.t.remote)
 		if err != nil {
 			return nil, d.t.rep.errno("lookup", key, err)
 		}
-		if known {
-			switch {
-			case e == nil:
-				return nil, syscall.ENOENT
-			case e.Dir:
-				return d.newDir(ctx, key, out), 0
-			default:
-				return d.newObject(ctx, key, *e, out), 0
-			}
+		switch {
+		case !known:
+		case e == nil:
+			return nil, syscall.ENOENT
+		case !e.Dir:
+			return d.newObject(ctx, key, *e, out), 0
+		case d.t.remote:
+			return d.newDir(ctx, key, out), 0
 		}
+		// A local folder entry may be a link out of the dataset
+		// (zmap/file lists it as a folder): Stat refuses it.
 	}
 	e, err := d.t.store.Stat(ctx, key)
 	if err == nil {
@@ -329,9 +331,9 @@ func (d *dir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.
 }
 
 // listed looks name up in the kept listing of the folder dir, listing it
-// first when it is not kept: e is nil when the listing does not hold
-// name; known is false when no listing could be kept.
-func (t *tree) listed(ctx context.Context, dir, name string) (e *zmap.Entry, known bool, err error) {
+// first (with list) when it is not kept: e is nil when the listing does
+// not hold name; known is false when no listing is kept.
+func (t *tree) listed(ctx context.Context, dir, name string, list bool) (e *zmap.Entry, known bool, err error) {
 	key := zmap.Join(dir, name)
 	for range 2 {
 		if entry, ok := t.lc.Cached(key); ok {
@@ -339,6 +341,9 @@ func (t *tree) listed(ctx context.Context, dir, name string) (e *zmap.Entry, kno
 		}
 		if t.lc.Listed(dir) {
 			return nil, true, nil
+		}
+		if !list {
+			break
 		}
 		if _, err := t.lc.Search(ctx, dir); err != nil {
 			return nil, false, err
