@@ -218,9 +218,9 @@ func (s *Store) listPart(ctx context.Context, prefix, lp string, part listPart, 
 // ListFlat lists every object under prefix with ListObjectsV2 without a
 // delimiter (zmap.FlatLister), at most limit of them (0: no bound). When
 // the first page does not hold them all, the keys after it are listed in
-// parts at once, cut by the digits that follow the longest prefix the
-// first page's first and last keys share (restOfListingUnder): the chunk
-// keys of a folder, or the names of many numbered arrays.
+// parts at once, cut by the digit that follows the last key's part before
+// its first digit (flatSplit, restOfListingUnder): the chunk keys of a
+// folder, or the names of many numbered arrays.
 func (s *Store) ListFlat(ctx context.Context, prefix string, limit int) (zmap.FlatListing, error) {
 	if prefix != "" {
 		if err := checkKey(prefix); err != nil {
@@ -245,13 +245,7 @@ func (s *Store) ListFlat(ctx context.Context, prefix string, limit int) (zmap.Fl
 	if err != nil || !more {
 		return answer(err)
 	}
-	first := last
-	l.mu.Lock()
-	for _, e := range l.entries {
-		first = min(first, e.Name)
-	}
-	l.mu.Unlock()
-	under := first[:commonPrefix(first, last)]
+	under := flatSplit(last)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sem := make(chan struct{}, listers)
@@ -277,13 +271,15 @@ func (s *Store) ListFlat(ctx context.Context, prefix string, limit int) (zmap.Fl
 	return answer(firstErr)
 }
 
-// commonPrefix is the length of the longest prefix a and b share.
-func commonPrefix(a, b string) int {
-	n := min(len(a), len(b))
-	for i := range n {
-		if a[i] != b[i] {
-			return i
-		}
+// flatSplit is where a flat listing's rest is cut by digit: the first
+// page's last key up to its first digit. The keys after it are then cut
+// where they are numbered: "v0499/.zarray" gives the parts v0 (after it)
+// to v9 of 10,000 arrays named v0000 to v9999, and "a/1.7" the parts a/1
+// (after it) to a/9 of an array's chunks; a key without a digit is not
+// cut but at the digits of the folder (restOfListing).
+func flatSplit(last string) string {
+	if i := strings.IndexAny(last, "0123456789"); i >= 0 {
+		return last[:i]
 	}
-	return n
+	return ""
 }
