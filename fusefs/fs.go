@@ -247,13 +247,20 @@ type dir struct {
 	t        *tree
 	key      string
 	array    *nczarr.Array // nil unless this is an array
+
+	mu sync.Mutex
+	// cachedAt is the time of the kept listing the kernel may hold in
+	// its cache of this folder's entries (OpendirHandle); zero when it
+	// holds none.
+	cachedAt time.Time // GUARDED_BY(mu)
 }
 
 var (
-	_ fs.NodeLookuper   = (*dir)(nil)
-	_ fs.NodeReaddirer  = (*dir)(nil)
-	_ fs.NodeGetattrer  = (*dir)(nil)
-	_ fs.NodeGetxattrer = (*dir)(nil)
+	_ fs.NodeLookuper       = (*dir)(nil)
+	_ fs.NodeReaddirer      = (*dir)(nil)
+	_ fs.NodeOpendirHandler = (*dir)(nil)
+	_ fs.NodeGetattrer      = (*dir)(nil)
+	_ fs.NodeGetxattrer     = (*dir)(nil)
 )
 
 // newDirNode returns the node of the directory key.
@@ -388,6 +395,89 @@ func (d *dir) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 		}
 	}
 	return fs.NewListDirStream(d.appendSynth(list, listing)), 0
+}
+
+// OpendirHandle lets the kernel keep the folder's entries in its cache
+// (FOPEN_CACHE_DIR) for as long as the kept listing they came from: a
+// second ls of 100,000 chunks is then answered by the kernel. When the
+// listing has been made again since (after --metadata-ttl), the kernel's
+// copy is dropped and this open reads the new one.
+func (d *dir) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	h := &dirHandle{d: d}
+	if d.t.lc.TTL() <= 0 {
+		return h, 0, 0
+	}
+	// Listed again if stale: the time says which listing the entries
+	// come from.
+	if _, err := d.t.lc.Search(ctx, d.key); err != nil {
+		return nil, 0, d.t.rep.errno("readdir", d.key, err)
+	}
+	at, ok := d.t.lc.ListedAt(d.key)
+	if !ok {
+		return h, 0, 0
+	}
+	d.mu.Lock()
+	old := d.cachedAt
+	d.cachedAt = at
+	d.mu.Unlock()
+	if old.IsZero() || old.Equal(at) {
+		return h, fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0
+	}
+	// Not from within the request: the kernel may hold the folder's
+	// lock while it waits for this answer.
+	go d.NotifyContent(0, 0)
+	return h, 0, 0
+}
+
+// dirHandle is an open folder: its entries, listed at the first read
+// (not at all when the kernel answers from its cache).
+type dirHandle struct {
+	d  *dir
+	ds fs.DirStream
+}
+
+var (
+	_ fs.FileReaddirenter = (*dirHandle)(nil)
+	_ fs.FileSeekdirer    = (*dirHandle)(nil)
+	_ fs.FileReleasedirer = (*dirHandle)(nil)
+)
+
+func (h *dirHandle) stream(ctx context.Context) syscall.Errno {
+	if h.ds != nil {
+		return 0
+	}
+	ds, errno := h.d.Readdir(ctx)
+	if errno == 0 {
+		h.ds = ds
+	}
+	return errno
+}
+
+func (h *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
+	if errno := h.stream(ctx); errno != 0 {
+		return nil, errno
+	}
+	if !h.ds.HasNext() {
+		return nil, 0
+	}
+	e, errno := h.ds.Next()
+	return &e, errno
+}
+
+func (h *dirHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
+	if errno := h.stream(ctx); errno != 0 {
+		return errno
+	}
+	if sd, ok := h.ds.(fs.FileSeekdirer); ok {
+		return sd.Seekdir(ctx, off)
+	}
+	return syscall.ENOTSUP
+}
+
+func (h *dirHandle) Releasedir(ctx context.Context, flags uint32) {
+	if h.ds != nil {
+		h.ds.Close()
+	}
 }
 
 // object is a stored object, served byte for byte.

@@ -207,6 +207,13 @@ func TestS3MetadataTTL(t *testing.T) {
 	if _, err := os.Stat(extra); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("stat %s before it is written: %v", extra, err)
 	}
+	// Listed twice: the kernel keeps the folder's entries (FOPEN_CACHE_DIR)
+	// until the listing is made again.
+	for range 2 {
+		if names := listNames(t, filepath.Join(mnt, "v")); names["notes.txt"] {
+			t.Fatalf("notes.txt listed before it is written")
+		}
+	}
 	start := time.Now()
 	srv.Put(t, "ttl", map[string][]byte{"a/v/notes.txt": []byte("written after the mount\n")})
 	before := readRequests(t, mnt)
@@ -225,6 +232,12 @@ func TestS3MetadataTTL(t *testing.T) {
 			if time.Since(start) < ttl {
 				t.Errorf("seen after %v, before the TTL (%v)", time.Since(start), ttl)
 			}
+			// The listing shows it too: the kernel's copy was dropped.
+			for range 2 {
+				if names := listNames(t, filepath.Join(mnt, "v")); !names["notes.txt"] {
+					t.Errorf("notes.txt read but not listed after the TTL")
+				}
+			}
 			break
 		}
 		if !errors.Is(err, syscall.ENOENT) {
@@ -235,4 +248,18 @@ func TestS3MetadataTTL(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// listNames lists the folder dir.
+func listNames(t *testing.T, dir string) map[string]bool {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, e := range entries {
+		names[e.Name()] = true
+	}
+	return names
 }

@@ -211,6 +211,18 @@ func (c *Store) Listed(prefix string) bool {
 	return ok && (!found || !e.Dir)
 }
 
+// ListedAt returns when the fresh kept listing of the folder prefix was
+// made, with no request: two calls that return the same time saw the same
+// listing. ok is false when no fresh listing of it is kept.
+func (c *Store) ListedAt(prefix string) (at time.Time, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if f := c.dirs[prefix]; f != nil && c.fresh(f.at) {
+		return f.at, true
+	}
+	return time.Time{}, false
+}
+
 // notFound is the error of a key a kept listing does not hold.
 func notFound(key string) error {
 	return fmt.Errorf("%s: %w (not in the kept listing)", key, zmap.ErrNotFound)
