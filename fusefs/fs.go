@@ -246,7 +246,11 @@ type dir struct {
 	attrNode // the group's or array's attributes
 	t        *tree
 	key      string
-	array    *nczarr.Array // nil unless this is an array
+
+	// array is the array at key, nil if none; read when first needed
+	// (arrayOf), so that a stat of the folder reads no metadata.
+	arrayOnce sync.Once
+	array     *nczarr.Array
 
 	mu sync.Mutex
 	// cachedAt is the time of the kept listing the kernel may hold in
@@ -265,13 +269,26 @@ var (
 
 // newDirNode returns the node of the directory key.
 func (t *tree) newDirNode(key string) *dir {
-	return &dir{t: t, key: key, array: t.ds.Array(key), attrNode: t.attrNode(key)}
+	return &dir{t: t, key: key, attrNode: t.attrNode(key)}
+}
+
+// arrayOf returns the array at d's key, or nil.
+func (d *dir) arrayOf() *nczarr.Array {
+	d.arrayOnce.Do(func() { d.array = d.t.ds.Array(d.key) })
+	return d.array
+}
+
+// named reports whether key is a group or array of the dataset, reading
+// none of its metadata.
+func (t *tree) named(key string) bool {
+	a, g := t.ds.Has(key)
+	return a || g
 }
 
 // attrNode returns the extended attributes of the directory key: those
 // of its group or array, none for other prefixes.
 func (t *tree) attrNode(key string) attrNode {
-	return attrNode{xt: t, xpath: key, has: t.ds.Group(key) != nil || t.ds.Array(key) != nil}
+	return attrNode{xt: t, xpath: key, has: t.named(key)}
 }
 
 func (d *dir) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
@@ -285,17 +302,17 @@ func (d *dir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.
 	if in, errno, ok := d.lookupSynth(ctx, name, out); ok {
 		return in, errno
 	}
-	if d.array != nil && d.array.Objects() {
+	if a := d.arrayOf(); a != nil && a.Objects() {
 		if name == DataJSONName {
 			return d.lookupDataJSON(ctx, out)
 		}
-	} else if d.array != nil && name == DataName {
-		n := &data{t: d.t, array: d.array, attrNode: d.attrNode}
+	} else if a != nil && name == DataName {
+		n := &data{t: d.t, array: a, attrNode: d.attrNode}
 		n.attr(ctx, &out.Attr)
 		return d.NewInode(ctx, n, fs.StableAttr{Mode: fuse.S_IFREG, Ino: out.Ino}), 0
 	}
 	key := zmap.Join(d.key, name)
-	if d.t.ds.Group(key) != nil || d.t.ds.Array(key) != nil {
+	if d.t.named(key) {
 		return d.newDir(ctx, key, out), 0
 	}
 	if d.t.lc.TTL() > 0 {
@@ -383,8 +400,8 @@ func (d *dir) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 		listing[e.Name] = e
 	}
 	list := make([]fuse.DirEntry, 0, len(entries)+1)
-	if d.array != nil {
-		list = append(list, arrayEntry(d.array))
+	if a := d.arrayOf(); a != nil {
+		list = append(list, arrayEntry(a))
 	}
 	for _, e := range entries {
 		key := zmap.Join(d.key, e.Name)

@@ -86,7 +86,7 @@ func (t *tree) arrayFiles(a *nczarr.Array) *arrayFiles {
 func (d *dir) synthNames() []synthName {
 	t := d.t
 	var names []synthName
-	if a := d.array; a != nil {
+	if a := d.arrayOf(); a != nil {
 		f := t.arrayFiles(a)
 		if f.npy != nil {
 			names = append(names, synthName{NPYName, fuse.S_IFREG, ino('n', a.Path), func() synthNode {

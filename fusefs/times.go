@@ -52,7 +52,7 @@ func stamp(a *fuse.Attr, tm time.Time) {
 
 // metaNode returns the nearest group or array at or above key.
 func (t *tree) metaNode(key string) string {
-	for key != "" && t.ds.Group(key) == nil && t.ds.Array(key) == nil {
+	for key != "" && !t.named(key) {
 		key, _ = splitLast(key)
 	}
 	return key
@@ -73,7 +73,7 @@ func (t *tree) metaObject(key string) string {
 	switch {
 	case t.ds.Generation == nczarr.ZarrV3 || t.ds.Generation == nczarr.NCZarrV3:
 		return zmap.Join(key, "zarr.json")
-	case t.ds.Array(key) != nil:
+	case isArray(t.ds, key):
 		return zmap.Join(key, ".zarray")
 	}
 	return zmap.Join(key, ".zgroup")
@@ -133,4 +133,10 @@ func (t *tree) rootTime(ctx context.Context) (time.Time, error) {
 		}
 	}
 	return newest, err
+}
+
+// isArray reports whether key is an array, reading none of its metadata.
+func isArray(ds *nczarr.Dataset, key string) bool {
+	a, _ := ds.Has(key)
+	return a
 }

@@ -2,6 +2,7 @@ package nczarr
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/nczarrfs/nczarrfs/zmap"
@@ -100,4 +101,40 @@ func (l *lazyWalk) readAll() {
 		}
 		wg.Wait()
 	}
+}
+
+// Has reports whether path is an array or a group of the dataset. On a
+// dataset read lazily it reads no more than the groups above path's
+// parent: the parent names its children without their metadata being
+// read, so that a stat of each child of a large group (ls -l) reads none
+// of them.
+func (d *Dataset) Has(path string) (array, group bool) {
+	if d.lazy == nil || path == "" {
+		return d.arrays[path] != nil, d.groups[path] != nil
+	}
+	parent, _ := splitKey(path)
+	d.lazy.readFor(parent)
+	d.lazy.w.mu.Lock()
+	defer d.lazy.w.mu.Unlock()
+	if d.arrays[path] != nil || d.groups[path] != nil {
+		return d.arrays[path] != nil, d.groups[path] != nil
+	}
+	g := d.groups[parent]
+	if g == nil {
+		return false, false
+	}
+	_, array = slices.BinarySearch(g.Arrays, path)
+	_, group = slices.BinarySearch(g.Groups, path)
+	return array, group
+}
+
+// Unread reports whether some group's children are still to be read: what
+// needs every array (a header of the whole dataset) then costs requests.
+func (d *Dataset) Unread() bool {
+	if d.lazy == nil {
+		return false
+	}
+	d.lazy.mu.Lock()
+	defer d.lazy.mu.Unlock()
+	return len(d.lazy.pending) > 0
 }
