@@ -19,10 +19,11 @@ minutes: small datasets (bench/gen.py) kept in bench-quick/, one run of
 each, no 4 GiB memory measurement, and the docs file left alone.
 
 Environment: MINIO_BIN (default $NCZARRFS_CACHE/bin/minio), BENCH_RUNS,
-BENCH_QUICK, BENCH_ONLY (some of throughput,slice,readers,memory,metadata,
-distant; the docs file is then left alone), NCZARRFS_CACHE. BENCH_ONLY=distant
-runs the distant S3 table alone: MinIO behind internal/cmd/netem at a 20 ms
-round trip, with rclone mount beside it where rclone is installed.
+BENCH_QUICK, BENCH_ONLY (some of throughput,slice,preview,readers,memory,
+metadata,distant; the docs file is then left alone), NCZARRFS_CACHE.
+BENCH_ONLY=distant runs the distant S3 table alone: MinIO behind
+internal/cmd/netem at a 20 ms round trip, with rclone mount beside it where
+rclone is installed.
 """
 
 import argparse
@@ -273,7 +274,7 @@ class Bench:
         meta = self.gen("manyarrays.zarr", "manyarraysc.zarr", "manychunks.zarr", "manyarrays10k.zarr",
                         "xarrays.zarr", "xarraysc.zarr")
         # The distant table alone needs only the metadata datasets.
-        reads = prepare_only or any(self.wants(p) for p in ["throughput", "slice", "readers", "memory"])
+        reads = prepare_only or any(self.wants(p) for p in ["throughput", "slice", "preview", "readers", "memory"])
         if reads:
             arrays, arrays_zip = self.gen("arrays.zarr", "arrays.zip")
             (big,) = self.gen("big.zarr")
@@ -307,6 +308,8 @@ class Bench:
             if self.wants("slice"):
                 for codec in CODECS:
                     self.random_access(arrays, codec, decode[codec])
+            if self.wants("preview"):
+                self.preview(arrays)
             if self.wants("readers"):
                 self.two_readers(arrays, "zstd", decode["zstd"]["bytes"])
             if self.wants("memory"):
@@ -319,7 +322,7 @@ class Bench:
 
     def wants(self, part):
         """Whether BENCH_ONLY (a comma-separated list of throughput, slice,
-        readers, memory, metadata, distant; default all) names part."""
+        preview, readers, memory, metadata, distant; default all) names part."""
         only = os.environ.get("BENCH_ONLY", "")
         return not only or part in only.split(",")
 
@@ -412,6 +415,28 @@ class Bench:
             f"zarr-python a[t] {1000 * median(zarr):.1f} ms; in-process {1000 * median(inproc):.1f} ms; "
             f"one chunk row = {decode['row_chunks']} decodes = {1000 * row_cpu:.1f} ms CPU",
             "about one chunk row of decodes",
+        ])
+
+    def preview(self, arrays, codec="zstd"):
+        """cat of preview.png on a fresh mount, cold: the picture of the
+        first 2-D slice, drawn at the first open (four chunks of the
+        4x256x256 grid), next to zarr-python's read of that slice."""
+        with open(os.path.join(arrays, codec, ".zarray")) as f:
+            shape = json.load(f)["shape"]
+        ncz, cpu, zarr = [], [], []
+        for _ in range(self.runs):
+            drop_caches()
+            with Mount(self.bin, arrays) as m:
+                w, c = timed_in(m, ["cat", m.path(codec, "preview.png")])
+            ncz.append(w)
+            cpu.append(c)
+            zarr.append(self.zarr_read("dir", arrays, codec, 0))
+        self.others.append([
+            f"preview.png of a {'×'.join(map(str, shape))} float32 {codec} array "
+            f"(its first 2-D slice, {shape[2]}×{shape[1]} px), fresh mount, cold, directory",
+            f"{1000 * median(ncz):.0f} ms with cat, daemon CPU {1000 * median(cpu):.0f} ms",
+            f"zarr-python reads that slice, a[0], in {1000 * median(zarr):.0f} ms",
+            mark(median(ncz) < 0.5, "< 0.5 s"),
         ])
 
     def two_readers(self, arrays, codec, nbytes):

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/nczarrfs/nczarrfs/describe"
+	"github.com/nczarrfs/nczarrfs/describe/preview"
 	"github.com/nczarrfs/nczarrfs/nczarr"
 	"github.com/nczarrfs/nczarrfs/zmap"
 )
@@ -67,6 +69,10 @@ type arrayFiles struct {
 	// made again when the file is used: with a band per leading index it
 	// can run to megabytes, not to be kept for every array listed.
 	vrt bool
+	// preview tells whether the array has a picture (preview.go), and
+	// previewSize is its size once drawn.
+	preview     bool
+	previewSize atomic.Int64
 }
 
 func (t *tree) arrayFiles(a *nczarr.Array) *arrayFiles {
@@ -77,6 +83,7 @@ func (t *tree) arrayFiles(a *nczarr.Array) *arrayFiles {
 	if !a.Objects() {
 		f.npy, _ = describe.NPYHeader(a)
 		_, f.vrt = describe.VRT(a, DataName)
+		f.preview = preview.Supported(a)
 	}
 	got, _ := t.files.LoadOrStore(a.Path, f)
 	return got.(*arrayFiles)
@@ -101,11 +108,17 @@ func (d *dir) synthNames() []synthName {
 				})
 			}})
 		}
+		if f.preview {
+			names = append(names, synthName{PreviewName, fuse.S_IFREG, ino('p', a.Path), func() synthNode { return t.previewFile(a) }})
+		}
 		names = append(names, synthName{InfoName, fuse.S_IFREG, ino('i', a.Path), func() synthNode {
 			return t.staticFile(ino('i', a.Path), a.Path, func(ctx context.Context) ([]byte, error) {
 				return describe.Info(ctx, t.ds, a.Path)
 			})
 		}})
+	}
+	if t.ds.Group(d.key) != nil {
+		names = append(names, synthName{IndexName, fuse.S_IFREG, ino('x', d.key), func() synthNode { return t.indexFile(d.key) }})
 	}
 	if d.key == "" {
 		if t.ds.Group("") != nil {

@@ -26,14 +26,15 @@ import (
 
 // synthFiles lists the files the mount adds to a dataset whose root is a
 // group and whose arrays of fixed-size elements are at the given paths,
-// besides each array's data; vrts are the arrays that also get data.vrt.
+// besides each array's data; vrts are the arrays that also get data.vrt
+// and preview.png. Of index.html, only the root's is listed.
 func synthFiles(arrays []string, vrts ...string) []string {
-	files := []string{HeaderName, ControlDir + "/" + ErrorsName, ControlDir + "/" + StatsName}
+	files := []string{HeaderName, IndexName, ControlDir + "/" + ErrorsName, ControlDir + "/" + StatsName}
 	for _, a := range arrays {
 		files = append(files, a+"/"+NPYName, a+"/"+InfoName)
 	}
 	for _, a := range vrts {
-		files = append(files, a+"/"+VRTName)
+		files = append(files, a+"/"+VRTName, a+"/"+PreviewName)
 	}
 	return files
 }
@@ -41,7 +42,7 @@ func synthFiles(arrays []string, vrts ...string) []string {
 // rootSynth lists the names the mount adds to the root directory, besides
 // data, when the root is a 2-D numeric array.
 func rootSynth() []string {
-	return []string{NPYName, VRTName, InfoName, ControlDir}
+	return []string{NPYName, VRTName, PreviewName, InfoName, ControlDir}
 }
 
 // mountCounted mounts the dataset in store in-process, with its store
@@ -216,7 +217,7 @@ g = zarr.open_group(sys.argv[1] + "/ds", mode="w")
 g.create_dataset("v", shape=(2, 3), chunks=(2, 3), dtype="<i2", compressor=None)[:] = 1
 `)
 	stored := map[string]string{}
-	for _, name := range []string{ControlDir, HeaderName, "v/" + NPYName, "v/" + VRTName, "v/" + InfoName} {
+	for _, name := range []string{ControlDir, HeaderName, IndexName, "v/" + NPYName, "v/" + VRTName, "v/" + InfoName, "v/" + PreviewName} {
 		stored[name] = "a stored object named " + name
 	}
 	for name, content := range stored {

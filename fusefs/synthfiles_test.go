@@ -361,15 +361,18 @@ g.create_group("sub").create_dataset("w", shape=(2,), chunks=(2,), dtype="<i2")[
 			{"", times[".zgroup"]},
 			{".zgroup", times[".zgroup"]},
 			{HeaderName, times[".zgroup"]},
+			{IndexName, times[".zgroup"]},
 			{ControlDir, times[".zgroup"]},
 			{"v", times["v/.zarray"]},
 			{"v/.zarray", times["v/.zarray"]},
 			{"v/" + DataName, times["v/.zarray"]},
 			{"v/" + NPYName, times["v/.zarray"]},
 			{"v/" + InfoName, times["v/.zarray"]},
+			{"v/" + PreviewName, times["v/.zarray"]},
 			{"v/0", times["v/.zarray"]}, // a chunk folder: its array's
 			{"v/0/0", times["v/0/0"]},
 			{"sub", times["sub/.zgroup"]},
+			{"sub/" + IndexName, times["sub/.zgroup"]},
 			{"sub/w", times["sub/w/.zarray"]},
 			{"sub/w/" + DataName, times["sub/w/.zarray"]},
 		} {

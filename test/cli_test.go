@@ -330,6 +330,7 @@ func TestCommandLine(t *testing.T) {
 		{"mount --help", []string{"mount", "--help"}, 0, []string{"--allow-non-empty", "Examples:"}, nil},
 		{"help unmount", []string{"help", "unmount"}, 0, []string{"lazily", "Examples:"}, nil},
 		{"help completion", []string{"help", "completion"}, 0, []string{"bash", "Examples:"}, nil},
+		{"help preview", []string{"help", "preview"}, 0, []string{"--index", "--size", "viridis", "Examples:"}, nil},
 		{"help of nothing", []string{"help", "bogus"}, 1, nil, []string{"bogus"}},
 		{"unknown command", []string{"moutn", good, "MNT", "x"}, 1, nil, []string{`unknown command "moutn"`, "see nczarrfs --help"}},
 		{"unknown flag", []string{"mount", "--no-such-flag", good, "MNT"}, 1, nil, []string{"no-such-flag", "see nczarrfs mount --help"}},

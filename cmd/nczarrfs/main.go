@@ -33,6 +33,7 @@ func commands() []*cli.Command {
 		infoCommand(),
 		headerCommand(),
 		catCommand(),
+		previewCommand(),
 		completionCommand(),
 	}
 }

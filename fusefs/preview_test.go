@@ -1,0 +1,123 @@
+package fusefs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/nczarrfs/nczarrfs/describe/preview"
+	"github.com/nczarrfs/nczarrfs/zmap/file"
+)
+
+// TestPreviewMadeAtOpen checks that listing an array folder with its
+// attributes (ls -l) decodes nothing, that preview.png is the picture
+// package preview draws, made at the first open and kept, and that stat
+// shows 0 bytes until then and its size after.
+func TestPreviewMadeAtOpen(t *testing.T) {
+	dir := t.TempDir()
+	zarrPython(t, dir, `import sys, zarr, numpy as np, numcodecs
+g = zarr.open_group(sys.argv[1] + "/ds", mode="w")
+a = g.create_dataset("t", shape=(3, 20, 30), chunks=(1, 10, 10), dtype="<f4", compressor=numcodecs.Zstd())
+a[:] = np.arange(1800, dtype="<f4").reshape(3, 20, 30)
+g.create_dataset("one", shape=(5,), dtype="<i4")
+`)
+	store, err := file.Open(filepath.Join(dir, "ds"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mnt, m := mountCounted(t, store)
+	arr := filepath.Join(mnt, "t")
+	entries, err := os.ReadDir(arr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, e := range entries {
+		if _, err := e.Info(); err != nil {
+			t.Fatal(err)
+		}
+		found = found || e.Name() == PreviewName
+	}
+	if !found {
+		t.Fatalf("%s not listed in %v", PreviewName, entries)
+	}
+	if _, err := os.Stat(filepath.Join(mnt, "one", PreviewName)); !os.IsNotExist(err) {
+		t.Errorf("a 1-D array has %s: %v", PreviewName, err)
+	}
+	name := filepath.Join(arr, PreviewName)
+	if size := statSize(t, name); size != 0 {
+		t.Errorf("size before the first open %d, want 0", size)
+	}
+	if loaded := m.Cache.Stats().LoadedBytes; loaded != 0 {
+		t.Errorf("ls -l decoded %d bytes", loaded)
+	}
+	got, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := openDataset(t, store)
+	want, err := preview.Render(context.Background(), ds, "t", preview.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want.PNG) {
+		t.Errorf("read %d bytes, preview.Render drew %d", len(got), len(want.PNG))
+	}
+	if img, err := png.Decode(bytes.NewReader(got)); err != nil || img.Bounds().Dx() != 30 || img.Bounds().Dy() != 20 {
+		t.Errorf("not a 30x20 PNG: %v", err)
+	}
+	if size := statSize(t, name); size != int64(len(got)) {
+		t.Errorf("size after the first open %d, want %d", size, len(got))
+	}
+	loaded := m.Cache.Stats().LoadedBytes
+	again, err := os.ReadFile(name)
+	if err != nil || !bytes.Equal(again, got) {
+		t.Errorf("second read differs: %v", err)
+	}
+	if l := m.Cache.Stats().LoadedBytes; l != loaded {
+		t.Errorf("second open loaded %d more bytes: the picture was not kept", l-loaded)
+	}
+}
+
+// TestPreviewOfACorruptChunk checks that a picture whose chunk does not
+// decode fails to open with EIO, logged naming the chunk, and that the
+// rest of the array folder still works.
+func TestPreviewOfACorruptChunk(t *testing.T) {
+	dir := t.TempDir()
+	zarrPython(t, dir, `import sys, zarr, numpy as np, numcodecs
+g = zarr.open_group(sys.argv[1] + "/ds", mode="w")
+g.create_dataset("v", shape=(4, 4), chunks=(2, 4), dtype="<i4",
+                 compressor=numcodecs.Zlib())[:] = np.arange(16).reshape(4, 4)
+`)
+	chunk := filepath.Join(dir, "ds", "v", "1.0")
+	b, err := os.ReadFile(chunk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(chunk, b[:len(b)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	store, err := file.Open(filepath.Join(dir, "ds"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mnt, _ := mountCounted(t, store)
+	for range 2 { // a failure is not kept: the second open tries again
+		if _, err := os.ReadFile(filepath.Join(mnt, "v", PreviewName)); !errors.Is(err, syscall.EIO) {
+			t.Fatalf("open of the picture of a corrupt array: %v, want EIO", err)
+		}
+	}
+	log, err := os.ReadFile(filepath.Join(mnt, ControlDir, ErrorsName))
+	if err != nil || !strings.Contains(string(log), "v/1.0") || !strings.Contains(string(log), "open "+PreviewName) {
+		t.Errorf("errors file %q (%v), want the open of %s naming v/1.0", log, err, PreviewName)
+	}
+	if _, err := os.ReadFile(filepath.Join(mnt, "v", InfoName)); err != nil {
+		t.Errorf("info.json of the corrupt array: %v", err)
+	}
+}
