@@ -634,9 +634,10 @@ class Bench:
                 ls_l.append(self.far_op(m, ["ls", "-l", m.dir]))
         self.far_row("mount of a 10,000-array group without .zmetadata", mount, "≤ 1 s", 1)
         self.far_row("ls -l of its root", ls_l, "≤ 3 s", 3)
-        ls1, ls2, first = [], [], []
+        ls1, ls2, first, mount = [], [], [], []
         for _ in range(n):
             with self.far_mount("manychunks.zarr") as m:
+                mount.append((m.ready, self.fmt_requests({k: 0 for k in self.requests(m)}, self.requests(m))))
                 before = self.requests(m)
                 start = time.perf_counter()
                 with open(m.path("a", "data"), "rb", buffering=0) as f:
@@ -646,9 +647,9 @@ class Bench:
             with self.far_mount("manychunks.zarr") as m:
                 ls1.append(self.far_op(m, ["ls", m.path("a")]))
                 ls2.append(self.far_op(m, ["ls", m.path("a")]))
-        self.far_row("first byte of the 100,000-chunk array's data", first, "≤ 60 ms", 0.06)
-        self.far_row("ls of the 100,000-chunk array", ls1, "≤ 4 s", 4,
-                     "the mount's flat listing of its keys included")
+        self.far_row("mount of the 100,000-chunk array (its keys listed flat)", mount, "-", math.inf)
+        self.far_row("first byte of its data", first, "≤ 60 ms", 0.06)
+        self.far_row("ls of the 100,000-chunk array, after the mount", ls1, "≤ 4 s", 4)
         self.far_row("ls of it again", ls2, "≤ 0.3 s", 0.3)
 
     def rclone_rows(self, addr):
