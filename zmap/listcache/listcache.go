@@ -351,6 +351,13 @@ func (c *Store) keepMeta(key string, d *doc) {
 // when that says prefix is no folder (no children). Otherwise it lists the
 // folder, once however many ask at the same time, and keeps the listing.
 func (c *Store) Search(ctx context.Context, prefix string) ([]zmap.Entry, error) {
+	return c.searchFor(ctx, prefix, true)
+}
+
+// searchFor is Search; with prefetch, a listing made starts the listings
+// of its sub-folders in the background (those do not start more: one
+// level, so that the background work stays bounded).
+func (c *Store) searchFor(ctx context.Context, prefix string, prefetch bool) ([]zmap.Entry, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("list %s: %w", prefix, err)
 	}
@@ -368,7 +375,7 @@ func (c *Store) Search(ctx context.Context, prefix string) ([]zmap.Entry, error)
 		}
 		c.mu.Unlock()
 		if leader {
-			c.search(ctx, prefix, cl)
+			c.search(ctx, prefix, cl, prefetch)
 		} else {
 			select {
 			case <-cl.done:
@@ -404,7 +411,7 @@ func (c *Store) keptListing(prefix string) ([]zmap.Entry, bool) {
 }
 
 // search lists prefix for cl and keeps the listing.
-func (c *Store) search(ctx context.Context, prefix string, cl *call) {
+func (c *Store) search(ctx context.Context, prefix string, cl *call, prefetch bool) {
 	at := c.now()
 	cl.entries, cl.err = c.Store.Search(ctx, prefix)
 	c.mu.Lock()
@@ -414,7 +421,7 @@ func (c *Store) search(ctx context.Context, prefix string, cl *call) {
 	}
 	c.mu.Unlock()
 	close(cl.done)
-	if cl.err == nil {
+	if cl.err == nil && prefetch {
 		c.prefetchIn(prefix, cl.entries)
 	}
 }
@@ -447,7 +454,7 @@ func (c *Store) prefetchIn(prefix string, entries []zmap.Entry) {
 			defer func() { <-c.prefetch }()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			if _, err := c.Search(ctx, key); err != nil {
+			if _, err := c.searchFor(ctx, key, false); err != nil {
 				c.opts.Logger.Debug("background listing failed", "key", key, "err", err)
 			}
 			c.mu.Lock()

@@ -262,3 +262,41 @@ func TestFlatListing(t *testing.T) {
 		})
 	}
 }
+
+// TestPrefetch checks that listing a folder lists its sub-folders in the
+// background, one level down only: a walk then finds them kept.
+func TestPrefetch(t *testing.T) {
+	dir := writeTree(t, map[string][]byte{
+		"a/x/1": []byte("1"), "a/y/2": []byte("2"), "a/y/deeper/3": []byte("3"), "b": []byte("b"),
+	})
+	fs, err := file.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted := stats.CountStore(fs)
+	c := listcache.New(counted, listcache.Options{TTL: time.Hour, Prefetch: 2})
+	ctx := context.Background()
+	if _, err := c.Search(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !c.Listed("a/x") || !c.Listed("a/y") {
+		if time.Now().After(deadline) {
+			t.Fatal("the sub-folders of a were not listed in the background")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond) // a deeper listing would have started by now
+	if c.Listed("a/y/deeper") {
+		t.Error("a/y/deeper was listed: the background listings went more than one level down")
+	}
+	before := counted.Snapshot().Requests
+	for _, p := range []string{"a/x", "a/y"} {
+		if _, err := c.Search(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := requests(counted, before); got != (stats.Kinds{}) {
+		t.Errorf("listing the prefetched folders made %+v requests, want none", got)
+	}
+}
