@@ -7,6 +7,11 @@
 // error, while the load goes on for the callers still waiting (and for the
 // cache). A failed load is not cached; the next Get tries again.
 //
+// A caller's deadline bounds its wait for the store, not for the
+// processor: once a load says it has what it needs from the store
+// (Fetched), its callers wait for it to end even past their deadlines, so
+// that a slow decode on a busy machine is not an error.
+//
 // Values obtained with Acquire are reference counted, so that the cache can
 // recycle the buffer of an evicted value for a later load once nobody reads
 // it any more. Touching fresh memory is expensive (page faults), and all
@@ -17,6 +22,7 @@ package cache
 import (
 	"container/list"
 	"context"
+	"errors"
 	"sync"
 )
 
@@ -74,6 +80,39 @@ type load struct {
 	e        *entry
 	err      error
 	reserved int64 // GUARDED_BY(Cache.mu): bytes handed out by Alloc
+
+	// fetched is closed by Fetched once the load needs the store no more.
+	fetched     chan struct{}
+	fetchedOnce sync.Once
+	// start runs a load registered by Prefetch, once, whoever calls it
+	// first: the queue it was handed to, or a caller that needs it now.
+	start func()
+}
+
+func newLoad(e *entry) *load {
+	return &load{done: make(chan struct{}), e: e, fetched: make(chan struct{})}
+}
+
+// loadKey keys the *load in the context a load function runs with.
+type loadKey struct{}
+
+// Fetched tells the cache that the load running with ctx has read what
+// it needs from the store and only computes from now on: its callers then
+// wait for it past their deadlines. It does nothing for another ctx.
+func Fetched(ctx context.Context) {
+	if l, ok := ctx.Value(loadKey{}).(*load); ok {
+		l.fetchedOnce.Do(func() { close(l.fetched) })
+	}
+}
+
+// isFetched reports whether Fetched was called for l.
+func (l *load) isFetched() bool {
+	select {
+	case <-l.fetched:
+		return true
+	default:
+		return false
+	}
 }
 
 // New returns a cache holding at most budget bytes. A budget of 0 caches
@@ -191,34 +230,45 @@ func (c *Cache) acquireTry(ctx context.Context, key string, fn func(context.Cont
 	c.misses++
 	l, inFlight := c.loads[key]
 	if !inFlight {
-		l = &load{done: make(chan struct{}), e: &entry{key: key}}
+		l = newLoad(&entry{key: key})
 		c.loads[key] = l
 		go c.run(context.WithoutCancel(ctx), l, fn)
 	}
 	l.e.refs++ // taken now, so the value cannot be recycled before we read it
 	c.mu.Unlock()
 	ref := &Ref{c: c, e: l.e}
+	if l.start != nil {
+		// Read-ahead queued this load and may not have started it:
+		// this caller needs it now.
+		go l.start()
+	}
 
 	select {
 	case <-l.done:
-		if l.err != nil {
-			ref.Release()
-			if retry && inFlight && ctx.Err() == nil {
-				// The load this caller joined was started earlier, by
-				// another caller or read-ahead, maybe while the store was
-				// failing: try once more, with a load of its own.
-				return c.acquireTry(ctx, key, fn, false)
-			}
-			return nil, l.err
-		}
-		return ref, nil
 	case <-ctx.Done():
-		ref.Release()
-		return nil, ctx.Err()
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) || !l.isFetched() {
+			ref.Release()
+			return nil, ctx.Err()
+		}
+		// Past the store: the rest is the processor's time.
+		<-l.done
 	}
+	if l.err != nil {
+		ref.Release()
+		if retry && inFlight && ctx.Err() == nil {
+			// The load this caller joined was started earlier, by
+			// another caller or read-ahead, maybe while the store was
+			// failing: try once more, with a load of its own, within
+			// what is left of this caller's time.
+			return c.acquireTry(ctx, key, fn, false)
+		}
+		return nil, l.err
+	}
+	return ref, nil
 }
 
 func (c *Cache) run(ctx context.Context, l *load, fn func(context.Context, Alloc) ([]byte, error)) {
+	ctx = context.WithValue(ctx, loadKey{}, l)
 	value, err := fn(ctx, func(n int) []byte { return c.alloc(l, n) })
 	c.mu.Lock()
 	delete(c.loads, l.e.key)
@@ -371,9 +421,11 @@ func (c *Cache) Demote(key string) {
 
 // Prefetch registers a load of key, as Acquire would, unless key is cached
 // or loading already, and returns the function that runs it; ok is false
-// when there is nothing to load. The caller runs run exactly once, in any
-// goroutine and at any time: until then, Acquire callers of key wait for it.
-// This lets read-ahead queue its loads in the order a reader will need them.
+// when there is nothing to load. The caller runs run, in any goroutine and
+// at any time; the load runs once, at the first call of run or as soon as
+// an Acquire caller of key needs it, whichever comes first (later calls of
+// run return at once). This lets read-ahead queue its loads in the order a
+// reader will need them, without a reader ever waiting for the queue.
 // The result is cached for later callers; a failed load is forgotten.
 func (c *Cache) Prefetch(ctx context.Context, key string, fn func(ctx context.Context, alloc Alloc) ([]byte, error)) (run func(), ok bool) {
 	c.mu.Lock()
@@ -384,10 +436,12 @@ func (c *Cache) Prefetch(ctx context.Context, key string, fn func(ctx context.Co
 	if _, ok := c.loads[key]; ok {
 		return nil, false
 	}
-	l := &load{done: make(chan struct{}), e: &entry{key: key, prefetched: true}}
+	l := newLoad(&entry{key: key, prefetched: true})
+	var once sync.Once
+	l.start = func() { once.Do(func() { c.run(context.WithoutCancel(ctx), l, fn) }) }
 	c.loads[key] = l
 	c.prefetched++
-	return func() { c.run(context.WithoutCancel(ctx), l, fn) }, true
+	return l.start, true
 }
 
 // Budget returns the byte budget the cache was made with.

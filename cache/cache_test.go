@@ -338,7 +338,7 @@ func TestPrefetchLoadsOnce(t *testing.T) {
 	}
 	got := make(chan error, 1)
 	go func() {
-		// Waits for the registered load, which has not run yet.
+		// Needs the registered load, which has not run yet: starts it.
 		r, err := c.Acquire(ctx, "k", fn)
 		if err == nil {
 			if !bytes.Equal(r.Value(), value(10, 'p')) {
@@ -489,5 +489,83 @@ func TestJoinedLoadFailureRetries(t *testing.T) {
 	}
 	if n := calls.Load(); n != 2 {
 		t.Errorf("%d loads, want 2", n)
+	}
+}
+
+// TestAcquireStartsQueuedLoad registers a load with Prefetch and never
+// runs it: a caller that needs the key starts it rather than wait for the
+// queue, and a later run does not load again.
+func TestAcquireStartsQueuedLoad(t *testing.T) {
+	c := New(1 << 20)
+	var calls atomic.Int32
+	fn := func(ctx context.Context, alloc Alloc) ([]byte, error) {
+		calls.Add(1)
+		return []byte("ok"), nil
+	}
+	run, ok := c.Prefetch(context.Background(), "k", fn)
+	if !ok {
+		t.Fatal("Prefetch registered nothing")
+	}
+	ref, err := c.Acquire(context.Background(), "k", fn)
+	if err != nil || string(ref.Value()) != "ok" {
+		t.Fatalf("Acquire of a queued key: %v", err)
+	}
+	ref.Release()
+	run()
+	if n := calls.Load(); n != 1 {
+		t.Errorf("%d loads, want 1", n)
+	}
+}
+
+// TestDeadlineBoundsStoreNotDecode gives callers a deadline shorter than
+// their loads: a caller whose load still waits on the store returns
+// context.DeadlineExceeded at its deadline; one whose load said Fetched
+// (only computing is left) waits for its value.
+func TestDeadlineBoundsStoreNotDecode(t *testing.T) {
+	for _, fetched := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fetched=%v", fetched), func(t *testing.T) {
+			c := New(1 << 20)
+			release := make(chan struct{})
+			inLoad := make(chan struct{})
+			fn := func(ctx context.Context, alloc Alloc) ([]byte, error) {
+				if fetched {
+					Fetched(ctx)
+				}
+				close(inLoad)
+				<-release
+				return []byte("ok"), nil
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			defer cancel()
+			got := make(chan error, 1)
+			go func() {
+				ref, err := c.Acquire(ctx, "k", fn)
+				if err == nil {
+					if string(ref.Value()) != "ok" {
+						err = fmt.Errorf("value %q", ref.Value())
+					}
+					ref.Release()
+				}
+				got <- err
+			}()
+			<-inLoad
+			<-ctx.Done()
+			if !fetched {
+				if err := <-got; !errors.Is(err, context.DeadlineExceeded) {
+					t.Errorf("a caller of a load waiting on the store, past its deadline: %v; want DeadlineExceeded", err)
+				}
+				close(release)
+				return
+			}
+			select {
+			case err := <-got:
+				t.Fatalf("a caller of a fetched load returned at its deadline: %v; want it to wait for the value", err)
+			case <-time.After(20 * time.Millisecond):
+			}
+			close(release)
+			if err := <-got; err != nil {
+				t.Errorf("a caller of a fetched load: %v; want the value", err)
+			}
+		})
 	}
 }

@@ -63,7 +63,6 @@ func (w *cdlWriter) zarrDims(ctx context.Context, path string) error {
 			continue
 		}
 		for i, n := range a.DimNames {
-			n = zarrDimName(n)
 			if !seen[n] {
 				seen[n] = true
 				w.rootDims = append(w.rootDims, nczarr.NamedDim{Name: n, Dim: nczarr.Dim{Size: a.Meta.Shape[i]}})
@@ -76,14 +75,6 @@ func (w *cdlWriter) zarrDims(ctx context.Context, path string) error {
 		}
 	}
 	return nil
-}
-
-// zarrDimName is netcdf-c 4.9.0's name for an anonymous dimension.
-func zarrDimName(n string) string {
-	if s, ok := strings.CutPrefix(n, "_Anonymous_Dimension_"); ok {
-		return "_zdim_" + s
-	}
-	return n
 }
 
 // group writes the body of the group at path, nested depth levels deep.
@@ -165,11 +156,7 @@ func (w *cdlWriter) variable(ctx context.Context, path, ind string) error {
 	}
 	fmt.Fprintf(&w.b, "%s\t%s %s", ind, typ, name)
 	if !a.Scalar && len(a.Meta.Shape) > 0 {
-		names := make([]string, len(a.DimNames))
-		for i, n := range a.DimNames {
-			names[i] = zarrDimName(n)
-		}
-		fmt.Fprintf(&w.b, "(%s)", strings.Join(names, ", "))
+		fmt.Fprintf(&w.b, "(%s)", strings.Join(a.DimNames, ", "))
 	}
 	w.b.WriteString(" ;\n")
 	attrs, err := w.ds.Attrs(ctx, path)

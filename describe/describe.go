@@ -25,6 +25,10 @@ func DataDType(a *nczarr.Array) string {
 		return ""
 	}
 	switch {
+	case d.Kind == 'O':
+		return "|O" // variable-length: data.json, as numpy's object dtype
+	case len(d.Fields) > 0:
+		return d.Str // a structured type, as numpy spells its descr
 	case d.Kind == 'U' && a.ItemSize == 1:
 		return "|S1" // NCZarr char written as "<U1"
 	case d.Kind == 'S' || d.Kind == 'V':

@@ -42,7 +42,10 @@ func NPYHeader(a *nczarr.Array) ([]byte, error) {
 		}
 	}
 	shape.WriteByte(')')
-	dict := fmt.Sprintf("{'descr': '%s', 'fortran_order': False, 'shape': %s, }", descr, shape.String())
+	if !strings.HasPrefix(descr, "[") {
+		descr = "'" + descr + "'" // a structured descr is a list, unquoted
+	}
+	dict := fmt.Sprintf("{'descr': %s, 'fortran_order': False, 'shape': %s, }", descr, shape.String())
 
 	// magic(6) + version(2) + length(2, or 4 from version 2.0) + dict +
 	// padding + '\n', to a multiple of npyAlign.

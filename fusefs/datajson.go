@@ -69,10 +69,14 @@ func (n *dataJSON) attr(ctx context.Context, a *fuse.Attr) syscall.Errno {
 }
 
 func (n *dataJSON) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	ctx, cancel := n.t.bound(ctx)
+	defer cancel()
 	return n.attr(ctx, &out.Attr)
 }
 
 func (n *dataJSON) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	ctx, cancel := n.t.bound(ctx)
+	defer cancel()
 	if _, errno := n.doc(ctx); errno != 0 {
 		return nil, 0, errno
 	}
@@ -80,6 +84,8 @@ func (n *dataJSON) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 }
 
 func (n *dataJSON) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	ctx, cancel := n.t.bound(ctx)
+	defer cancel()
 	doc, errno := n.doc(ctx)
 	if errno != 0 {
 		return nil, errno

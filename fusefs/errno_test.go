@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"syscall"
@@ -27,6 +28,7 @@ func TestErrnoOf(t *testing.T) {
 		{fmt.Errorf("chunk v/0.0: zlib: %w", codec.ErrCorrupt), syscall.EIO},
 		{fmt.Errorf("v/.zarray: %w", codec.ErrUnknown), syscall.EIO},
 		{fmt.Errorf("wrapped: %w", syscall.EROFS), syscall.EROFS},
+		{fmt.Errorf("%w: 10 bytes at 0 of 20", errShortRead), syscall.EIO},
 		{errors.New("anything else"), syscall.EIO},
 	}
 	for _, tt := range tests {
@@ -64,5 +66,38 @@ func TestClamp(t *testing.T) {
 		if got := len(clamp(buf, tt.off, tt.size)); got != tt.want {
 			t.Errorf("clamp(off %d, size %d) = %d bytes, want %d", tt.off, tt.size, got, tt.want)
 		}
+	}
+}
+
+// shortStore answers every ReadAt with half the bytes asked for and
+// io.EOF, as a store whose object is shorter than it was listed.
+type shortStore struct{ zmap.Store }
+
+func (shortStore) ReadAt(ctx context.Context, key string, p []byte, off int64) (int, error) {
+	for i := range p[:len(p)/2] {
+		p[i] = 'x'
+	}
+	return len(p) / 2, io.EOF
+}
+
+// TestObjectReadNeverShort reads a stored file whose store answers short
+// before the size the file was listed with: the READ fails with EIO
+// rather than pass the short answer on (which cat takes for the end), and
+// the failure is logged once naming the key.
+func TestObjectReadNeverShort(t *testing.T) {
+	var buf bytes.Buffer
+	tr := &tree{store: shortStore{}, rep: &reporter{log: slog.New(slog.NewTextHandler(&buf, nil)), seen: map[string]bool{}}}
+	o := &object{t: tr, key: "v/0", size: 100}
+	for _, tc := range []struct{ off, n int64 }{{0, 100}, {50, 4096}, {99, 1}} {
+		if _, errno := o.Read(context.Background(), nil, make([]byte, tc.n), tc.off); errno != syscall.EIO {
+			t.Errorf("Read of %d bytes at %d with a short store answer: errno %v, want EIO", tc.n, tc.off, errno)
+		}
+	}
+	// At and past the end: an empty answer, no request.
+	if res, errno := o.Read(context.Background(), nil, make([]byte, 10), 100); errno != 0 || res.Size() != 0 {
+		t.Errorf("Read at the end: %d bytes, errno %v; want 0, none", res.Size(), errno)
+	}
+	if !strings.Contains(buf.String(), "key=v/0") || !strings.Contains(buf.String(), "short read") {
+		t.Errorf("log does not name the key and the short read:\n%s", buf.String())
 	}
 }

@@ -10,6 +10,7 @@ package fusefs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"io"
 	"log/slog"
@@ -72,6 +73,12 @@ type Options struct {
 	// two and the page cache's bookkeeping, but every read, however
 	// small, is a request to the daemon (docs/architecture.md).
 	PageCache bool
+	// RequestTimeout bounds the time the mount takes to answer each
+	// request that may ask the store (LOOKUP, GETATTR, READDIR, OPEN,
+	// READ): past it, the request fails with EIO whatever the store is
+	// doing. For an S3 store it is --s3-timeout plus a margin, so that
+	// one store operation fits in it; 0 means no bound.
+	RequestTimeout time.Duration
 }
 
 // readSize is the largest READ the kernel sends (MaxWrite) and the I/O
@@ -99,6 +106,19 @@ type tree struct {
 	// direct opens data files with FOPEN_DIRECT_IO; Mount sets it once
 	// the kernel has said it maps such files (Options.PageCache).
 	direct atomic.Bool
+	// timeout is Options.RequestTimeout.
+	timeout time.Duration
+}
+
+// bound gives a request that may ask the store its deadline
+// (Options.RequestTimeout). A chunk load that the request joined goes on
+// for the callers still waiting and for the cache; the request itself
+// answers EIO at the deadline.
+func (t *tree) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if t.timeout <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, t.timeout)
 }
 
 // NewRoot returns the root node of the tree for ds, whose objects are in
@@ -121,17 +141,18 @@ func newTree(ds *nczarr.Dataset, store zmap.Store, opts Options) *tree {
 	}
 	remote, _ := zmap.As[interface{ Remote() bool }](store)
 	t := &tree{
-		ds:     ds,
-		store:  lc,
-		lc:     lc,
-		remote: remote != nil && remote.Remote(),
-		rep:    &reporter{log: log, seen: map[string]bool{}},
-		uid:    uint32(os.Getuid()),
-		gid:    uint32(os.Getgid()),
-		umask:  opts.Umask & 0o777,
-		name:   opts.Name,
-		times:  modTimes{started: time.Now(), dirs: map[string]time.Time{}},
-		xattr:  xattrCache{byPath: map[string][]xattr{}},
+		ds:      ds,
+		store:   lc,
+		lc:      lc,
+		remote:  remote != nil && remote.Remote(),
+		rep:     &reporter{log: log, seen: map[string]bool{}},
+		uid:     uint32(os.Getuid()),
+		gid:     uint32(os.Getgid()),
+		umask:   opts.Umask & 0o777,
+		name:    opts.Name,
+		timeout: opts.RequestTimeout,
+		times:   modTimes{started: time.Now(), dirs: map[string]time.Time{}},
+		xattr:   xattrCache{byPath: map[string][]xattr{}},
 	}
 	if opts.UID != nil {
 		t.uid = *opts.UID
@@ -292,6 +313,8 @@ func (t *tree) attrNode(key string) attrNode {
 }
 
 func (d *dir) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	ctx, cancel := d.t.bound(ctx)
+	defer cancel()
 	d.t.fill(&out.Attr, fuse.S_IFDIR|0o555, 0, d.StableAttr().Ino)
 	stamp(&out.Attr, d.t.dirTime(ctx, d.key))
 	out.Nlink = 2
@@ -299,6 +322,8 @@ func (d *dir) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) 
 }
 
 func (d *dir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	ctx, cancel := d.t.bound(ctx)
+	defer cancel()
 	if in, errno, ok := d.lookupSynth(ctx, name, out); ok {
 		return in, errno
 	}
@@ -391,6 +416,8 @@ func (d *dir) newObject(ctx context.Context, key string, e zmap.Entry, out *fuse
 }
 
 func (d *dir) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
+	ctx, cancel := d.t.bound(ctx)
+	defer cancel()
 	entries, err := d.t.store.Search(ctx, d.key)
 	if err != nil {
 		return nil, d.t.rep.errno("readdir", d.key, err)
@@ -424,6 +451,8 @@ func (d *dir) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, u
 	if d.t.lc.TTL() <= 0 {
 		return h, 0, 0
 	}
+	ctx, cancel := d.t.bound(ctx)
+	defer cancel()
 	// Listed again if stale: the time says which listing the entries
 	// come from.
 	if _, err := d.t.lc.Search(ctx, d.key); err != nil {
@@ -533,12 +562,24 @@ func (o *object) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off in
 	if len(dest) == 0 {
 		return fuse.ReadResultData(nil), 0
 	}
+	ctx, cancel := o.t.bound(ctx)
+	defer cancel()
 	n, err := o.t.store.ReadAt(ctx, o.key, dest, off)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, o.t.rep.errno("read", o.key, err)
 	}
-	return fuse.ReadResultData(dest[:n]), 0
+	if n < len(dest) {
+		// The object ended before the size it was listed with: it
+		// changed, or the store lost bytes. A short answer would read
+		// as the end of the file to cat and cp.
+		return nil, o.t.rep.errno("read", o.key, fmt.Errorf("%w: %d bytes at %d of an object of %d bytes", errShortRead, n, off, o.size))
+	}
+	return fuse.ReadResultData(dest), 0
 }
+
+// errShortRead is the error of a read that got fewer bytes than the file
+// holds there.
+var errShortRead = errors.New("short read before the end of the file")
 
 // data is an array's decoded bytes.
 type data struct {
@@ -561,6 +602,8 @@ func (n *data) attr(ctx context.Context, a *fuse.Attr) {
 }
 
 func (n *data) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	ctx, cancel := n.t.bound(ctx)
+	defer cancel()
 	n.attr(ctx, &out.Attr)
 	return 0
 }
@@ -613,11 +656,16 @@ func (n *data) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int6
 	if h, ok := fh.(*dataHandle); ok {
 		read = h.r.ReadAt
 	}
+	ctx, cancel := n.t.bound(ctx)
+	defer cancel()
 	m, err := read(ctx, dest, off)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, n.t.rep.errno("read data", n.array.Path, err)
 	}
-	return fuse.ReadResultData(dest[:m]), 0
+	if m < len(dest) {
+		return nil, n.t.rep.errno("read data", n.array.Path, fmt.Errorf("%w: %d bytes at %d of %d", errShortRead, m, off, n.array.Size()))
+	}
+	return fuse.ReadResultData(dest), 0
 }
 
 // openReadOnly refuses writes and lets the kernel keep the (immutable)

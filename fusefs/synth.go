@@ -3,6 +3,7 @@ package fusefs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -282,6 +283,8 @@ func (f *synthFile) attr(ctx context.Context, a *fuse.Attr) error {
 }
 
 func (f *synthFile) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	ctx, cancel := f.t.bound(ctx)
+	defer cancel()
 	if err := f.attr(ctx, &out.Attr); err != nil {
 		return f.t.rep.errno("stat", f.Path(nil), err)
 	}
@@ -295,6 +298,8 @@ func (f *synthFile) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.Att
 type snapshot struct{ b []byte }
 
 func (f *synthFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	ctx, cancel := f.t.bound(ctx)
+	defer cancel()
 	_, keep, errno := openReadOnly(flags)
 	if errno != 0 {
 		return nil, 0, errno
@@ -314,6 +319,8 @@ func (f *synthFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint
 }
 
 func (f *synthFile) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	ctx, cancel := f.t.bound(ctx)
+	defer cancel()
 	var b []byte
 	if s, ok := fh.(*snapshot); ok {
 		b = s.b
@@ -358,6 +365,8 @@ func (f *npyFile) attr(ctx context.Context, a *fuse.Attr) error {
 }
 
 func (f *npyFile) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	ctx, cancel := f.t.bound(ctx)
+	defer cancel()
 	f.attr(ctx, &out.Attr)
 	return 0
 }
@@ -388,13 +397,17 @@ func (f *npyFile) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off i
 		if h, ok := fh.(*dataHandle); ok {
 			read = h.r.ReadAt
 		}
+		ctx, cancel := f.t.bound(ctx)
+		defer cancel()
 		m, err := read(ctx, dest[n:], off+int64(n)-int64(len(f.header)))
 		if err != nil && !errors.Is(err, io.EOF) {
 			return nil, f.t.rep.errno("read "+NPYName, f.array.Path, err)
 		}
-		n += m
+		if n += m; n < len(dest) {
+			return nil, f.t.rep.errno("read "+NPYName, f.array.Path, fmt.Errorf("%w: %d bytes at %d of %d", errShortRead, n, off, f.size()))
+		}
 	}
-	return fuse.ReadResultData(dest[:n]), 0
+	return fuse.ReadResultData(dest), 0
 }
 
 // controlDir is ControlDir: the mount's live counters and last errors.

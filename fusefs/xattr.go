@@ -43,6 +43,8 @@ type xattrCache struct {
 
 // xattrs returns the extended attributes of the group or array at path.
 func (t *tree) xattrs(ctx context.Context, path string) ([]xattr, error) {
+	ctx, cancel := t.bound(ctx)
+	defer cancel()
 	t.xattr.mu.Lock()
 	xs, ok := t.xattr.byPath[path]
 	t.xattr.mu.Unlock()

@@ -2,12 +2,14 @@ package nczarr
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"math/bits"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/nczarrfs/nczarrfs/cache"
 	"github.com/nczarrfs/nczarrfs/nczarr/codec"
+	"github.com/nczarrfs/nczarrfs/nczarr/zarrmeta"
 	"github.com/nczarrfs/nczarrfs/zmap"
 )
 
@@ -43,14 +46,17 @@ type Array struct {
 	fill       []byte
 	fillOnce   sync.Once
 	fillChunk  []byte
-	v3         *v3Array // set for Zarr v3 arrays (v3array.go)
-	objects    *objects // set for dtype "|O" (vlen.go)
+	v3         *v3Array   // set for Zarr v3 arrays (v3array.go)
+	objects    *objects   // set for dtype "|O" (vlen.go)
+	elems      *elemCodec // set for other dtypes stored through json2 or msgpack2
+	dimRefs    []string   // NCZarr v3 dimension_references, as written
 }
 
 func newArray(d *Dataset, path string, zarray []byte, zattrs, v1 object) *Array {
 	a := &Array{Path: path, d: d}
 	key := zmap.Join(path, ".zarray")
-	meta, zo, err := parseZarray(zarray)
+	meta, zom, err := zarrmeta.ParseZarray(zarray)
+	zo := object(zom)
 	if err != nil {
 		a.Err = fmt.Errorf("%s: %w", key, err)
 		return a
@@ -75,7 +81,7 @@ func newArray(d *Dataset, path string, zarray []byte, zattrs, v1 object) *Array 
 	}
 
 	a.ItemSize = meta.DType.Size
-	a.swap = meta.DType.swapUnit()
+	a.swap = meta.DType.SwapUnit()
 	if d.Generation != PureZarr && meta.DType.Kind == 'U' && meta.DType.Size == 4 {
 		// netcdf-c 4.8-4.9.0 wrote NC_CHAR as "<U1" with one byte a char.
 		a.ItemSize, a.swap = 1, 0
@@ -91,7 +97,7 @@ func newArray(d *Dataset, path string, zarray []byte, zattrs, v1 object) *Array 
 	if list, ok := fill.([]any); ok && len(list) == 1 && meta.DType.Kind != 'c' {
 		fill = list[0] // NCZarr V1 writes a one-element list
 	}
-	if a.fill, err = meta.DType.encodeFill(fill, a.ItemSize); err != nil {
+	if a.fill, err = meta.DType.EncodeFill(fill, a.ItemSize); err != nil {
 		a.Err = fmt.Errorf("%s: %w", key, err)
 		return a
 	}
@@ -107,11 +113,106 @@ func newArray(d *Dataset, path string, zarray []byte, zattrs, v1 object) *Array 
 		a.Err = fmt.Errorf("%s: chunks %v hold more than %d bytes", key, meta.Chunks, maxChunkBytes)
 		return a
 	}
+	if id := firstFilter(meta.Filters); objectCodecs[id] != nil && id != "vlen-utf8" && id != "vlen-bytes" {
+		// numcodecs' JSON and MsgPack codecs also store arrays of numbers
+		// and strings, as lists of their elements.
+		a.elems = &elemCodec{id: id}
+		a.Chain, _ = codec.NewChain(nil, nil) // none: the elements are decoded by loadElems
+		if a.elems.steps, err = byteSteps(meta.Filters[1:], meta.Compressor); err != nil {
+			a.Err = fmt.Errorf("%s: %w", key, err)
+		}
+		return a
+	}
 	if a.Chain, err = codec.NewChain(meta.Filters, meta.Compressor, codec.ItemSize(a.ItemSize)); err != nil {
 		a.Err = fmt.Errorf("%s: %w", key, err)
 	}
 	return a
 }
+
+// firstFilter is the id of the first of filters, or "".
+func firstFilter(filters []json.RawMessage) string {
+	if len(filters) == 0 {
+		return ""
+	}
+	id, _ := codec.ID(filters[0])
+	return id
+}
+
+// byteSteps looks up the byte codecs after an element codec (the other
+// filters, then the compressor), in encoding order.
+func byteSteps(filters []json.RawMessage, compressor json.RawMessage) ([]codec.Codec, error) {
+	var steps []codec.Codec
+	for _, c := range slices.Concat(filters, []json.RawMessage{compressor}) {
+		if len(c) == 0 || string(c) == "null" {
+			continue
+		}
+		step, err := codec.Lookup(c)
+		if err != nil {
+			return nil, err
+		}
+		steps = append(steps, step)
+	}
+	return steps, nil
+}
+
+// elemCodec is the state of an array of fixed-size elements (numbers,
+// strings) stored through an object codec that lists them (json2,
+// msgpack2), as numcodecs' own fixtures store "<i4" and "<U3" arrays.
+type elemCodec struct {
+	id    string        // json2 or msgpack2
+	steps []codec.Codec // the byte codecs after it, in encoding order
+}
+
+// loadElems reads and decodes a chunk of an elemCodec array into a
+// buffer from alloc: each element converted to the dtype as zarr-python
+// converts it (numpy's conversion of the decoded list); nil when the
+// chunk is not stored.
+func (a *Array) loadElems(ctx context.Context, key string, alloc cache.Alloc, cpu chan struct{}) ([]byte, error) {
+	data, err := a.d.store.Get(ctx, key)
+	if errors.Is(err, zmap.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("chunk %s: %w", key, err)
+	}
+	if cpu != nil {
+		cpu <- struct{}{}
+		defer func() { <-cpu }()
+	}
+	steps := a.elems.steps
+	for i := len(steps) - 1; i >= 0; i-- {
+		if data, err = steps[i].Decode(nil, data, -1, maxChunkBytes); err != nil {
+			return nil, fmt.Errorf("chunk %s: %w", key, err)
+		}
+	}
+	n := int(a.chunkElems)
+	elems, err := objectCodecs[a.elems.id](data, n)
+	if err == nil && len(elems) != n {
+		err = fmt.Errorf("%d elements, want %d", len(elems), n)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("chunk %s: %w: %s: %w", key, codec.ErrCorrupt, a.elems.id, err)
+	}
+	is := a.ItemSize
+	out := alloc(n * is)[:n*is]
+	for i, e := range elems {
+		var v any
+		if err := decodeJSON(e, &v); err != nil {
+			return nil, fmt.Errorf("chunk %s: %w: element %d: %w", key, codec.ErrCorrupt, i, err)
+		}
+		b, err := a.Meta.DType.EncodeFill(v, is)
+		if err != nil {
+			return nil, fmt.Errorf("chunk %s: %w: element %d: %w", key, codec.ErrCorrupt, i, err)
+		}
+		copy(out[i*is:], b)
+	}
+	return out, nil
+}
+
+// AnonymousDim is the name of an unnamed dimension of size n, as ncdump
+// (netcdf-c 4.9.0) prints it for a pure Zarr array without
+// _ARRAY_DIMENSIONS: "_zdim_16". header.cdl, info.json and ls all use it.
+func AnonymousDim(n int64) string { return "_zdim_" + strconv.FormatInt(n, 10) }
 
 // dimNames names an array's dimensions the way netcdf-c would.
 func dimNames(refs []string, zattrs object, shape []int64) []string {
@@ -127,7 +228,7 @@ func dimNames(refs []string, zattrs object, shape []int64) []string {
 	}
 	out := make([]string, len(shape))
 	for i, n := range shape {
-		out[i] = "_Anonymous_Dimension_" + strconv.FormatInt(n, 10)
+		out[i] = AnonymousDim(n)
 	}
 	return out
 }
@@ -424,13 +525,21 @@ func (a *Array) load(ctx context.Context, key string, alloc cache.Alloc, cpu cha
 	if a.v3 != nil {
 		return a.loadV3(ctx, key, alloc, cpu)
 	}
-	size := int(a.chunkElems) * a.ItemSize
-	data, err := a.loadStored(ctx, key, a.Chain, allocOrMake(alloc), size, cpu)
-	if data == nil || err != nil {
-		return nil, err
-	}
-	if a.swap > 1 {
-		swapBytes(data, a.swap)
+	var data []byte
+	var err error
+	if a.elems != nil {
+		// Elements come out in output form: no byte swap.
+		if data, err = a.loadElems(ctx, key, allocOrMake(alloc), cpu); data == nil || err != nil {
+			return nil, err
+		}
+	} else {
+		size := int(a.chunkElems) * a.ItemSize
+		if data, err = a.loadStored(ctx, key, a.Chain, allocOrMake(alloc), size, cpu); data == nil || err != nil {
+			return nil, err
+		}
+		if a.swap > 1 {
+			swapBytes(data, a.swap)
+		}
 	}
 	if a.Meta.Order == 'F' && len(a.Meta.Chunks) > 1 {
 		data = fortranToC(data, a.Meta.Chunks, a.ItemSize)
@@ -480,7 +589,7 @@ func (a *Array) loadStored(ctx context.Context, key string, chain *codec.Chain, 
 	if err != nil {
 		return nil, fmt.Errorf("chunk %s: %w", key, err)
 	}
-	data, err := decodeRaw(chain, raw, put, alloc, size, cpu)
+	data, err := decodeRaw(ctx, chain, raw, put, alloc, size, cpu)
 	if err != nil {
 		return nil, fmt.Errorf("chunk %s: %w", key, err)
 	}
@@ -489,8 +598,10 @@ func (a *Array) loadStored(ctx context.Context, key string, chain *codec.Chain, 
 
 // decodeRaw decodes raw with chain into a buffer from alloc, waiting for
 // a slot in cpu (when not nil), and then calls put to return raw's
-// buffer.
-func decodeRaw(chain *codec.Chain, raw []byte, put func(), alloc cache.Alloc, size int, cpu chan struct{}) ([]byte, error) {
+// buffer. It tells the cache that the load running with ctx needs the
+// store no more: from here on, its callers wait past their deadlines.
+func decodeRaw(ctx context.Context, chain *codec.Chain, raw []byte, put func(), alloc cache.Alloc, size int, cpu chan struct{}) ([]byte, error) {
+	cache.Fetched(ctx)
 	defer put()
 	if cpu != nil {
 		cpu <- struct{}{}
@@ -564,4 +675,22 @@ func fortranToC(src []byte, shape []int64, is int) []byte {
 		perm[k] = len(shape) - 1 - k
 	}
 	return transposeBack(src, shape, perm, is)
+}
+
+// swapBytes reverses every unit-byte group of b in place.
+func swapBytes(b []byte, unit int) {
+	switch unit {
+	case 2:
+		for i := 0; i+1 < len(b); i += 2 {
+			b[i], b[i+1] = b[i+1], b[i]
+		}
+	case 4:
+		for i := 0; i+3 < len(b); i += 4 {
+			binary.LittleEndian.PutUint32(b[i:], binary.BigEndian.Uint32(b[i:]))
+		}
+	case 8:
+		for i := 0; i+7 < len(b); i += 8 {
+			binary.LittleEndian.PutUint64(b[i:], binary.BigEndian.Uint64(b[i:]))
+		}
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/nczarrfs/nczarrfs/nczarr/zarrmeta"
 	"github.com/nczarrfs/nczarrfs/zmap"
 )
 
@@ -43,7 +44,7 @@ type member struct {
 // bytes as stored, so a bare NaN or Infinity (which zarr-python writes)
 // can still be told from the string "NaN".
 func members(data []byte) ([]member, error) {
-	if !json.Valid(quoteNonFinite(data)) {
+	if !json.Valid(zarrmeta.QuoteNonFinite(data)) {
 		return nil, errors.New("invalid JSON")
 	}
 	i := skipSpace(data, 0)
@@ -182,7 +183,7 @@ func typedAttrs(ms []member, types map[string]string, typeOf func(string) string
 		if internalAttr(m.Name) {
 			continue
 		}
-		a := Attr{Name: m.Name, Value: json.RawMessage(quoteNonFinite(m.Value))}
+		a := Attr{Name: m.Name, Value: json.RawMessage(zarrmeta.QuoteNonFinite(m.Value))}
 		if dt, ok := types[m.Name]; ok {
 			a.DType = dt
 			a.Type = typeOf(dt)
@@ -320,7 +321,7 @@ func inferAttrType(raw json.RawMessage) string {
 		}
 	}
 	var v any
-	dec := json.NewDecoder(bytes.NewReader(quoteNonFinite(raw)))
+	dec := json.NewDecoder(bytes.NewReader(zarrmeta.QuoteNonFinite(raw)))
 	dec.UseNumber()
 	if err := dec.Decode(&v); err != nil {
 		return "json"

@@ -200,10 +200,14 @@ func Open(ctx context.Context, store zmap.Store, opts Options) (*Dataset, error)
 		} else if !errors.Is(err, zmap.ErrNotFound) {
 			return nil, err
 		}
-		if err := w.implicitRoot(ctx); err != nil {
+		done, err := w.implicitRoot(ctx)
+		if err != nil {
 			return nil, err
 		}
-		if d.Consolidated {
+		if done {
+			if d.Consolidated {
+				w.yieldToObjects(ctx)
+			}
 			return d, nil
 		}
 	}
@@ -215,6 +219,7 @@ func Open(ctx context.Context, store zmap.Store, opts Options) (*Dataset, error)
 		}
 		if ok {
 			d.Consolidated = true
+			w.yieldToObjects(ctx)
 			return d, nil
 		}
 	}

@@ -122,8 +122,49 @@ func TestRootlessStores(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := nczarr.Open(ctx, store, nczarr.Options{}); !errors.Is(err, nczarr.ErrNoDataset) {
-			t.Errorf("err = %v, want ErrNoDataset", err)
+		_, err = nczarr.Open(ctx, store, nczarr.Options{})
+		if !errors.Is(err, nczarr.ErrNoDataset) {
+			t.Fatalf("err = %v, want ErrNoDataset", err)
+		}
+		// The message names what was looked for, in both versions.
+		for _, name := range []string{"zarr.json", ".zgroup", ".zarray", ".zmetadata", ".nczarr"} {
+			if !strings.Contains(err.Error(), name) {
+				t.Errorf("%q does not name %s", err, name)
+			}
 		}
 	})
+}
+
+// TestV3ImplicitGroups opens the v3 stores with folders that have no
+// zarr.json (gen_v3.mjs's v3-implicit-*): an OME-Zarr plate's row folder
+// between two v3 groups, and a store with nothing at the top. Each folder
+// with a node below it is a group; one without stays a plain folder.
+// TestV3Fixtures reads their arrays against zarrita.
+func TestV3ImplicitGroups(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		groups []string
+		arrays []string
+	}{
+		{"v3-implicit-plate", []string{"", "A", "A/1", "A/1/0"}, []string{"A/1/0/0", "A/1/0/1"}},
+		{"v3-implicit-root", []string{"", "deep", "deep/er", "group"}, []string{"deep/er/array", "group/array"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, _ := openV3Fixture(t, tc.name, nczarr.Options{})
+			if d.Generation != nczarr.ZarrV3 {
+				t.Errorf("generation %q", d.Generation)
+			}
+			if got := d.Groups(); !slices.Equal(got, tc.groups) {
+				t.Errorf("groups %q, want %q", got, tc.groups)
+			}
+			if got := d.Arrays(); !slices.Equal(got, tc.arrays) {
+				t.Errorf("arrays %q, want %q", got, tc.arrays)
+			}
+			for _, p := range tc.arrays {
+				if a := d.Array(p); a == nil || a.Err != nil {
+					t.Errorf("array %s: %+v", p, a)
+				}
+			}
+		})
+	}
 }

@@ -1,62 +1,15 @@
 package nczarr
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
-)
 
-func TestParseDType(t *testing.T) {
-	tests := []struct {
-		in      string
-		kind    byte
-		size    int
-		big     bool
-		swap    int
-		wantErr bool
-	}{
-		{`"<i4"`, 'i', 4, false, 0, false},
-		{`">i8"`, 'i', 8, true, 8, false},
-		{`"|u1"`, 'u', 1, false, 0, false},
-		{`">u1"`, 'u', 1, true, 0, false},
-		{`"<f2"`, 'f', 2, false, 0, false},
-		{`">c16"`, 'c', 16, true, 8, false},
-		{`"|b1"`, 'b', 1, false, 0, false},
-		{`"<M8[ns]"`, 'M', 8, false, 0, false},
-		{`">m8[s]"`, 'm', 8, true, 8, false},
-		{`"|S5"`, 'S', 5, false, 0, false},
-		{`">S1"`, 'S', 1, true, 0, false},
-		{`"<U3"`, 'U', 12, false, 0, false},
-		{`">U3"`, 'U', 12, true, 4, false},
-		{`"|O"`, 'O', 0, false, 0, false},
-		{`"i4"`, 'i', 4, false, 0, false},
-		{`"|O4"`, 0, 0, false, 0, true},
-		{`"<i3"`, 0, 0, false, 0, true},
-		{`"<f16"`, 0, 0, false, 0, true},
-		{`[["a","<i4"]]`, 0, 0, false, 0, true},
-		{`"!i4"`, 0, 0, false, 0, true},
-	}
-	for _, tt := range tests {
-		d, err := ParseDType(json.RawMessage(tt.in))
-		if tt.wantErr {
-			if err == nil {
-				t.Errorf("ParseDType(%s) = %+v, want error", tt.in, d)
-			}
-			continue
-		}
-		if err != nil {
-			t.Errorf("ParseDType(%s): %v", tt.in, err)
-			continue
-		}
-		if d.Kind != tt.kind || d.Size != tt.size || d.BigEndian != tt.big || d.swapUnit() != tt.swap {
-			t.Errorf("ParseDType(%s) = %+v swap %d", tt.in, d, d.swapUnit())
-		}
-	}
-}
+	"github.com/nczarrfs/nczarrfs/nczarr/zarrmeta"
+)
 
 func TestParseZarrayErrors(t *testing.T) {
 	valid := `{"zarr_format":2,"shape":[4,5],"chunks":[2,5],"dtype":"<f4","compressor":null,"fill_value":"NaN","order":"C","filters":null}`
-	if _, _, err := parseZarray([]byte(valid)); err != nil {
+	if _, _, err := zarrmeta.ParseZarray([]byte(valid)); err != nil {
 		t.Fatalf("valid .zarray rejected: %v", err)
 	}
 	tests := []struct{ name, doc, errPart string }{
@@ -70,7 +23,7 @@ func TestParseZarrayErrors(t *testing.T) {
 		{"not json", `{"shape":`, "unexpected"},
 	}
 	for _, tt := range tests {
-		_, _, err := parseZarray([]byte(tt.doc))
+		_, _, err := zarrmeta.ParseZarray([]byte(tt.doc))
 		if err == nil || !strings.Contains(err.Error(), tt.errPart) {
 			t.Errorf("%s: err = %v, want one mentioning %q", tt.name, err, tt.errPart)
 		}
@@ -99,7 +52,7 @@ func FuzzParseZarray(f *testing.F) {
 	f.Add([]byte(`{"zarr_format": 2, "shape": [1], "dtype": "<U1", "chunks": [1], "fill_value": "", "order": "C", "compressor": null, "filters": null, "_NCZARR_ARRAY": {"dimrefs": [], "storage": "scalar"}}`))
 	f.Add([]byte(`{"shape":[],"chunks":[],"dtype":"|S5","fill_value":"AAAAAAA="}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		m, o, err := parseZarray(data)
+		m, o, err := zarrmeta.ParseZarray(data)
 		if err != nil {
 			return
 		}

@@ -13,7 +13,7 @@ import (
 // storedDecoded reports whether the array's stored chunks are their
 // decoded bytes: no codec, no byte swap, C order.
 func (a *Array) storedDecoded() bool {
-	return a.v3 == nil && a.Chain.Len() == 0 && a.swap <= 1 && (a.Meta.Order != 'F' || len(a.Meta.Chunks) <= 1)
+	return a.v3 == nil && a.elems == nil && a.Chain.Len() == 0 && a.swap <= 1 && (a.Meta.Order != 'F' || len(a.Meta.Chunks) <= 1)
 }
 
 // rangedReads reports whether reads that are not sequential fetch only

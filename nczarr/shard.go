@@ -3,7 +3,6 @@ package nczarr
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,104 +11,12 @@ import (
 	"strings"
 
 	"github.com/nczarrfs/nczarrfs/nczarr/codec"
+	"github.com/nczarrfs/nczarrfs/nczarr/zarrmeta"
 	"github.com/nczarrfs/nczarrfs/zmap"
 )
 
-// shardSpec is a sharding_indexed codec: a shard holds a grid of inner
-// chunks, each encoded with the inner codecs, and an index of (offset,
-// length) uint64 pairs, one per inner chunk in C order, at the end or the
-// start of the shard, encoded with the index codecs. An inner chunk whose
-// pair is all ones is not stored: it reads as the fill value.
-//
-// A read never fetches a whole shard: it reads the index once (and caches
-// it), then exactly the byte ranges of the inner chunks it needs.
-type shardSpec struct {
-	chunks  []int64 // inner chunk shape
-	per     []int64 // inner chunks per shard, per dimension
-	n       int64   // inner chunks per shard
-	inner   *v3Pipeline
-	atStart bool // index_location "start"
-
-	indexBig   bool         // the index's bytes codec is big-endian
-	indexChain *codec.Chain // the index's bytes-to-bytes codecs (crc32c)
-	indexLen   int64        // stored size of the index
-}
-
-// maxInner bounds the inner chunks of one shard, and so its index (16
-// bytes each), which is read and kept whole.
-const maxInner = 1 << 22
-
 // emptyChunk is the offset and length of an inner chunk that is not stored.
 const emptyChunk = math.MaxUint64
-
-// parseShardSpec reads a sharding_indexed configuration for shards of the
-// given shape.
-func parseShardSpec(cfg json.RawMessage, shape []int64, dt DType) (*shardSpec, error) {
-	var c struct {
-		ChunkShape    []int64         `json:"chunk_shape"`
-		Codecs        json.RawMessage `json:"codecs"`
-		IndexCodecs   json.RawMessage `json:"index_codecs"`
-		IndexLocation string          `json:"index_location"`
-	}
-	if err := json.Unmarshal(cfg, &c); err != nil {
-		return nil, err
-	}
-	if len(c.ChunkShape) != len(shape) {
-		return nil, fmt.Errorf("chunk_shape %v does not match the shard shape %v", c.ChunkShape, shape)
-	}
-	s := &shardSpec{chunks: c.ChunkShape, per: make([]int64, len(shape)), n: 1}
-	for i, x := range c.ChunkShape {
-		if x <= 0 || shape[i]%x != 0 {
-			return nil, fmt.Errorf("chunk_shape %v does not divide the shard shape %v", c.ChunkShape, shape)
-		}
-		s.per[i] = shape[i] / x
-		if s.per[i] > maxInner/s.n {
-			return nil, fmt.Errorf("more than %d inner chunks per shard", maxInner)
-		}
-		s.n *= s.per[i]
-	}
-	switch c.IndexLocation {
-	case "", "end":
-	case "start":
-		s.atStart = true
-	default:
-		return nil, fmt.Errorf("index_location %q is not start or end", c.IndexLocation)
-	}
-	var codecs, indexCodecs any
-	if err := decodeJSON(c.Codecs, &codecs); err != nil {
-		return nil, fmt.Errorf("codecs: %w", err)
-	}
-	if err := decodeJSON(c.IndexCodecs, &indexCodecs); err != nil {
-		return nil, fmt.Errorf("index_codecs: %w", err)
-	}
-	inner, err := parseV3Codecs(codecs, "codecs")
-	if err != nil {
-		return nil, err
-	}
-	if s.inner, err = parseV3Pipeline(inner, c.ChunkShape, dt); err != nil {
-		return nil, err
-	}
-	index, err := parseV3Codecs(indexCodecs, "index_codecs")
-	if err != nil {
-		return nil, err
-	}
-	idx, err := parseV3Pipeline(index, append(append([]int64(nil), s.per...), 2), DType{Str: "uint64", Kind: 'u', Size: 8})
-	if err != nil {
-		return nil, fmt.Errorf("index_codecs: %w", err)
-	}
-	if len(idx.perms) > 0 || idx.shard != nil {
-		return nil, fmt.Errorf("index_codecs: only bytes and crc32c are supported")
-	}
-	s.indexBig, s.indexChain = idx.bigEndian, idx.chain
-	s.indexLen = 16 * s.n
-	for _, step := range idx.chain.Steps() {
-		if step.ID != "crc32c" {
-			return nil, fmt.Errorf("index_codecs: %s is not a fixed-size codec (only crc32c is)", step.ID)
-		}
-		s.indexLen += 4
-	}
-	return s, nil
-}
 
 // shardIndex is a decoded index: 2 uint64 (offset, length) per inner
 // chunk, little-endian, then the size of the shard, which bounds them.
@@ -172,7 +79,7 @@ func parseInnerKey(key string, rank int) (shard string, idx []int64, err error) 
 // in the array's grid of innermost chunks, inside the shard object key,
 // descending through nested shards. ok is false when the chunk is not
 // stored (its shard is missing, or the index says empty).
-func (a *Array) locateInner(ctx context.Context, key string, idx []int64) (r region, leaf *v3Pipeline, ok bool, err error) {
+func (a *Array) locateInner(ctx context.Context, key string, idx []int64) (r region, leaf *zarrmeta.Pipeline, ok bool, err error) {
 	v := a.v3
 	rank := len(idx)
 	// rel is the chunk's first element, relative to the current level's
@@ -181,18 +88,26 @@ func (a *Array) locateInner(ctx context.Context, key string, idx []int64) (r reg
 	for d := range rank {
 		rel[d] = (idx[d] * a.Meta.Chunks[d]) % v.gridShape[d]
 	}
+	if v.outer != nil {
+		// The shard's inner chunks are laid out in the transposed axes.
+		t := make([]int64, rank)
+		for k, ax := range v.outer {
+			t[k] = rel[ax]
+		}
+		rel = t
+	}
 	r = region{key: key, n: -1}
 	p := v.pipe
-	for p.shard != nil {
-		s := p.shard
+	for p.Shard != nil {
+		s := p.Shard
 		index, err := a.shardIndex(ctx, s, r)
 		if err != nil || index == nil {
 			return region{}, nil, false, err
 		}
 		lin := int64(0)
 		for d := range rank {
-			lin = lin*s.per[d] + rel[d]/s.chunks[d]
-			rel[d] %= s.chunks[d]
+			lin = lin*s.Per[d] + rel[d]/s.Chunks[d]
+			rel[d] %= s.Chunks[d]
 		}
 		off, n := index.entry(lin)
 		if off == emptyChunk && n == emptyChunk {
@@ -205,14 +120,14 @@ func (a *Array) locateInner(ctx context.Context, key string, idx []int64) (r reg
 			return region{}, nil, false, fmt.Errorf("shard %s: %w: index entry %d (%d, %d) is beyond the shard's %d bytes", key, codec.ErrCorrupt, lin, off, n, size)
 		}
 		r = region{key: key, off: r.off + int64(off), n: int64(n)}
-		p = s.inner
+		p = s.Inner
 	}
 	return r, p, true, nil
 }
 
 // shardIndex returns the decoded index of the shard stored in r, from the
 // cache when there is one; nil when the shard is not stored.
-func (a *Array) shardIndex(ctx context.Context, s *shardSpec, r region) (shardIndex, error) {
+func (a *Array) shardIndex(ctx context.Context, s *zarrmeta.Shard, r region) (shardIndex, error) {
 	load := func(ctx context.Context) ([]byte, error) { return a.loadShardIndex(ctx, s, r) }
 	if a.d.cache == nil {
 		return load(ctx)
@@ -222,9 +137,9 @@ func (a *Array) shardIndex(ctx context.Context, s *shardSpec, r region) (shardIn
 	return a.d.cache.Get(ctx, fmt.Sprintf("%s#index@%d+%d", r.key, r.off, r.n), load)
 }
 
-func (a *Array) loadShardIndex(ctx context.Context, s *shardSpec, r region) ([]byte, error) {
+func (a *Array) loadShardIndex(ctx context.Context, s *zarrmeta.Shard, r region) ([]byte, error) {
 	if r.n < 0 {
-		size, err := a.d.store.Size(ctx, r.key)
+		size, err := a.regionSize(ctx, r.key)
 		if err != nil {
 			if isNotFound(err) {
 				return nil, nil
@@ -233,25 +148,25 @@ func (a *Array) loadShardIndex(ctx context.Context, s *shardSpec, r region) ([]b
 		}
 		r.n = size
 	}
-	if r.n < s.indexLen {
-		return nil, fmt.Errorf("shard %s: %w: %d bytes cannot hold an index of %d", r.key, codec.ErrCorrupt, r.n, s.indexLen)
+	if r.n < s.IndexLen {
+		return nil, fmt.Errorf("shard %s: %w: %d bytes cannot hold an index of %d", r.key, codec.ErrCorrupt, r.n, s.IndexLen)
 	}
 	off := r.off
-	if !s.atStart {
-		off += r.n - s.indexLen
+	if !s.AtStart {
+		off += r.n - s.IndexLen
 	}
-	raw := make([]byte, s.indexLen)
-	if err := a.readFull(ctx, r.key, raw, off); err != nil {
+	raw := make([]byte, s.IndexLen)
+	if err := a.readRegion(ctx, r.key, raw, off); err != nil {
 		if isNotFound(err) {
 			return nil, nil
 		}
 		return nil, fmt.Errorf("shard %s: index: %w", r.key, err)
 	}
-	index, err := s.indexChain.DecodeInto(nil, raw, int(16*s.n))
+	index, err := s.IndexChain.DecodeInto(nil, raw, int(16*s.N))
 	if err != nil {
 		return nil, fmt.Errorf("shard %s: index: %w", r.key, err)
 	}
-	if s.indexBig {
+	if s.IndexBig {
 		swapBytes(index, 8)
 	}
 	return binary.LittleEndian.AppendUint64(index, uint64(r.n)), nil
@@ -271,3 +186,65 @@ func (a *Array) readFull(ctx context.Context, key string, p []byte, off int64) e
 }
 
 func isNotFound(err error) bool { return errors.Is(err, zmap.ErrNotFound) }
+
+// readRegion reads exactly len(p) bytes at off of the shard stored as key:
+// of the stored object, or when the shard went through bytes-to-bytes
+// codecs (a crc32c of the whole shard), of the decoded shard.
+func (a *Array) readRegion(ctx context.Context, key string, p []byte, off int64) error {
+	if len(a.v3.pipe.Whole) == 0 {
+		return a.readFull(ctx, key, p, off)
+	}
+	b, err := a.wholeShard(ctx, key)
+	if err != nil {
+		return err
+	}
+	if b == nil {
+		return fmt.Errorf("shard %s: %w", key, zmap.ErrNotFound)
+	}
+	if off < 0 || off > int64(len(b)) || int64(len(p)) > int64(len(b))-off {
+		return fmt.Errorf("%w: %d bytes at %d of a shard of %d", codec.ErrCorrupt, len(p), off, len(b))
+	}
+	copy(p, b[off:])
+	return nil
+}
+
+// regionSize is the size of the shard stored as key, decoded when it went
+// through bytes-to-bytes codecs.
+func (a *Array) regionSize(ctx context.Context, key string) (int64, error) {
+	if len(a.v3.pipe.Whole) == 0 {
+		return a.d.store.Size(ctx, key)
+	}
+	b, err := a.wholeShard(ctx, key)
+	if err != nil {
+		return 0, err
+	}
+	if b == nil {
+		return 0, fmt.Errorf("shard %s: %w", key, zmap.ErrNotFound)
+	}
+	return int64(len(b)), nil
+}
+
+// wholeShard reads the shard stored as key whole and decodes it with the
+// bytes-to-bytes codecs after sharding_indexed; nil when it is not stored.
+// It is cached like a chunk, under a key no chunk has.
+func (a *Array) wholeShard(ctx context.Context, key string) ([]byte, error) {
+	load := func(ctx context.Context) ([]byte, error) {
+		b, err := a.d.store.Get(ctx, key)
+		if isNotFound(err) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("shard %s: %w", key, err)
+		}
+		for _, c := range a.v3.pipe.Whole {
+			if b, err = c.Decode(nil, b, -1, maxChunkBytes); err != nil {
+				return nil, fmt.Errorf("shard %s: %w", key, err)
+			}
+		}
+		return b, nil
+	}
+	if a.d.cache == nil {
+		return load(ctx)
+	}
+	return a.d.cache.Get(ctx, key+"#whole", load)
+}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/nczarrfs/nczarrfs/cache"
 	"github.com/nczarrfs/nczarrfs/nczarr/codec"
+	"github.com/nczarrfs/nczarrfs/nczarr/dtype"
+	"github.com/nczarrfs/nczarrfs/nczarr/zarrmeta"
 	"github.com/nczarrfs/nczarrfs/zmap"
 )
 
@@ -48,11 +50,11 @@ func (a *Array) initV3(doc object) error {
 		}
 		return fmt.Errorf("storage_transformers %s are not supported: chunks are read only as the codecs store them", strings.Join(names, ", "))
 	}
-	shape, err := intList(doc["shape"], "shape")
+	shape, err := zarrmeta.IntList(doc["shape"], "shape")
 	if err != nil {
 		return err
 	}
-	dt, err := v3DType(doc["data_type"])
+	dt, err := dtype.ParseV3(doc["data_type"])
 	if err != nil {
 		return err
 	}
@@ -60,7 +62,7 @@ func (a *Array) initV3(doc object) error {
 	if name, _ := grid["name"].(string); name != "regular" {
 		return fmt.Errorf("chunk_grid %v is not supported (only regular)", doc["chunk_grid"])
 	}
-	gridShape, err := intList(grid.obj("configuration")["chunk_shape"], "chunk_grid chunk_shape")
+	gridShape, err := zarrmeta.IntList(grid.obj("configuration")["chunk_shape"], "chunk_grid chunk_shape")
 	if err != nil {
 		return err
 	}
@@ -72,34 +74,59 @@ func (a *Array) initV3(doc object) error {
 			return fmt.Errorf("bad chunk_shape %v", gridShape)
 		}
 	}
-	keys, err := parseKeyEncoding(doc["chunk_key_encoding"])
+	keys, err := zarrmeta.ParseKeyEncoding(doc["chunk_key_encoding"])
 	if err != nil {
 		return err
 	}
-	codecs, err := parseV3Codecs(doc["codecs"], "codecs")
+	codecs, err := zarrmeta.ParseCodecs(doc["codecs"], "codecs")
 	if err != nil {
 		return err
 	}
-	pipe, err := parseV3Pipeline(codecs, gridShape, dt)
+	if dt.Kind == 'O' {
+		return a.initObjectsV3(doc, shape, gridShape, keys, codecs, dt)
+	}
+	pipe, err := zarrmeta.ParsePipeline(codecs, gridShape, dt)
 	if err != nil {
 		return err
 	}
-	// The read path's grid is that of the innermost chunks.
+	// The read path's grid is that of the innermost chunks. Transposes
+	// before sharding_indexed make the shard's grid of inner chunks one of
+	// the transposed shard: in the array's axes an inner chunk is a block
+	// of the inverse-permuted shape.
 	chunks, leaf := gridShape, pipe
-	for leaf.shard != nil {
-		chunks, leaf = leaf.shard.chunks, leaf.shard.inner
+	for leaf.Shard != nil {
+		chunks, leaf = leaf.Shard.Chunks, leaf.Shard.Inner
 	}
-	dt.BigEndian = leaf.bigEndian && dt.Size > 1 && dt.Kind != 'V' && dt.Kind != 'b'
-	dt.Str = numpyDType(dt)
-	a.Meta = Meta{Shape: shape, Chunks: chunks, DType: dt, Order: 'C', Separator: keys.sep, Fill: doc["fill_value"]}
-	a.v3 = &v3Array{keys: keys, pipe: pipe, gridShape: gridShape, codecs: codecs}
+	inner := chunks
+	var outer []int // axis k of the transposed shard is axis outer[k] of the array's
+	if pipe.Shard != nil && len(pipe.Perms) > 0 {
+		outer = composePerms(pipe.Perms, len(shape))
+		chunks = make([]int64, len(inner))
+		for k, ax := range outer {
+			chunks[ax] = inner[k]
+		}
+	}
+	dt.BigEndian = leaf.BigEndian && dt.Size > 1 && dt.Kind != 'V' && dt.Kind != 'b' && dt.Kind != 'S'
+	if leaf.BigEndian && len(dt.Fields) > 0 {
+		for _, f := range dt.Fields {
+			if f.DType.SwapUnit() > 0 || f.DType.Size > 1 && f.DType.Kind != 'S' && f.DType.Kind != 'V' && f.DType.Kind != 'b' {
+				return fmt.Errorf("data_type struct with multi-byte fields stored big-endian is not supported")
+			}
+		}
+	}
+	dt.Str = dt.Numpy()
+	a.Meta = Meta{Shape: shape, Chunks: chunks, DType: dt, Order: 'C', Separator: keys.Sep, Fill: doc["fill_value"]}
+	a.v3 = &v3Array{keys: keys, pipe: pipe, gridShape: gridShape, codecs: codecs, inner: inner, outer: outer}
 	a.ItemSize = dt.Size
-	a.swap = dt.swapUnit()
-	a.Chain = leaf.chain
+	a.swap = dt.SwapUnit()
+	a.Chain = leaf.Chain
 	attrs := doc.obj("attributes")
 	a.DimNames = v3DimNames(attrs, doc["dimension_names"], shape)
+	if info, ok := parseArrayInfo(attrs.obj("_nczarr_array")); ok {
+		a.dimRefs = info.DimRefs
+	}
 
-	if a.fill, err = v3Fill(dt, doc["fill_value"]); err != nil {
+	if a.fill, err = dtype.FillV3(dt, doc["fill_value"]); err != nil {
 		return err
 	}
 	if err := a.typeAlias(attrs); err != nil {
@@ -117,27 +144,51 @@ func (a *Array) initV3(doc object) error {
 	return nil
 }
 
-// parseKeyEncoding reads a chunk_key_encoding; absent means "default".
-func parseKeyEncoding(v any) (keyEncoding, error) {
-	k := keyEncoding{sep: "/"}
-	m, _ := v.(map[string]any)
-	name, _ := m["name"].(string)
-	switch name {
-	case "default", "":
-	case "v2":
-		k.v2, k.sep = true, "."
-	default:
-		return k, fmt.Errorf("chunk_key_encoding %v is not supported", v)
+// initObjectsV3 sets up an array of a variable-length type (string,
+// variable_length_bytes, bytes): its array-to-bytes codec is vlen-utf8 or
+// vlen-bytes, the rest bytes-to-bytes codecs; like a v2 object array it
+// has no data, only JSON.
+func (a *Array) initObjectsV3(doc object, shape, chunks []int64, keys zarrmeta.KeyEncoding, codecs []zarrmeta.Codec, dt DType) error {
+	want := "vlen-bytes"
+	if dt.Str == "string" {
+		want = "vlen-utf8"
 	}
-	if cfg, ok := m["configuration"].(map[string]any); ok {
-		if s, ok := cfg["separator"].(string); ok {
-			if s != "/" && s != "." {
-				return k, fmt.Errorf("chunk_key_encoding separator %q is neither \"/\" nor \".\"", s)
-			}
-			k.sep = s
+	if len(codecs) == 0 || strings.TrimPrefix(codecs[0].Name, "numcodecs.") != want {
+		return fmt.Errorf("data_type %s needs %s as its first codec; codecs are %v", dt.Str, want, zarrmeta.Names(codecs))
+	}
+	o := &objects{codec: want}
+	for _, c := range codecs[1:] {
+		cfg, err := codec.V3Config(c.Name, c.Config)
+		if err != nil {
+			return err
+		}
+		step, err := codec.Lookup(cfg)
+		if err != nil {
+			return err
+		}
+		o.steps = append(o.steps, step)
+	}
+	fill := doc["fill_value"]
+	if s, ok := fill.(string); ok && want == "vlen-bytes" {
+		// A bytes fill is base64 of the bytes, as data.json spells bytes.
+		if _, ok := dtype.Base64(s); !ok {
+			return fmt.Errorf("fill_value %q is not base64", s)
 		}
 	}
-	return k, nil
+	var err error
+	if o.fill, err = json.Marshal(fill); err != nil {
+		return err
+	}
+	a.Meta = Meta{Shape: shape, Chunks: chunks, DType: dt, Order: 'C', Separator: keys.Sep, Fill: fill}
+	a.v3 = &v3Array{keys: keys, pipe: &zarrmeta.Pipeline{}, gridShape: chunks, codecs: codecs, inner: chunks}
+	a.DimNames = v3DimNames(doc.obj("attributes"), doc["dimension_names"], shape)
+	n, ok := product(shape)
+	a.chunkElems, _ = product(chunks)
+	if !ok || n > maxObjectsJSON/4 || a.chunkElems <= 0 || a.chunkElems > maxChunkBytes/4 {
+		return fmt.Errorf("shape %v or chunks %v are too large for a variable-length array", shape, chunks)
+	}
+	a.objects = o
+	return nil
 }
 
 // v3DimNames names the dimensions: NCZarr's dimension references, else
@@ -165,14 +216,14 @@ func v3DimNames(attrs object, names any, shape []int64) []string {
 // stored chunk, or for a sharded array an inner chunk of a shard.
 func (a *Array) v3ChunkKey(idx []int64) string {
 	v := a.v3
-	if v.pipe.shard == nil {
-		return v.keys.key(a.Path, idx)
+	if v.pipe.Shard == nil {
+		return v.keys.Key(a.Path, idx)
 	}
 	shard := make([]int64, len(idx))
 	for d, x := range idx {
 		shard[d] = x * a.Meta.Chunks[d] / v.gridShape[d]
 	}
-	return innerKey(v.keys.key(a.Path, shard), idx)
+	return innerKey(v.keys.Key(a.Path, shard), idx)
 }
 
 // loadV3 reads and decodes one chunk of a v3 array; (nil, nil) when it is
@@ -183,9 +234,9 @@ func (a *Array) loadV3(ctx context.Context, key string, alloc cache.Alloc, cpu c
 	alloc = allocOrMake(alloc)
 	leaf := a.v3.pipe
 	var data []byte
-	if leaf.shard == nil {
+	if leaf.Shard == nil {
 		var err error
-		if data, err = a.loadStored(ctx, key, leaf.chain, alloc, size, cpu); data == nil || err != nil {
+		if data, err = a.loadStored(ctx, key, leaf.Chain, alloc, size, cpu); data == nil || err != nil {
 			return nil, err
 		}
 	} else {
@@ -201,32 +252,52 @@ func (a *Array) loadV3(ctx context.Context, key string, alloc cache.Alloc, cpu c
 			return nil, nil
 		}
 		leaf = l
-		if leaf.chain.Len() == 0 {
+		if leaf.Chain.Len() == 0 {
 			if r.n != int64(size) {
 				return nil, fmt.Errorf("chunk %s: %w: stored %d bytes, want %d", key, codec.ErrCorrupt, r.n, size)
 			}
 			data = alloc(size)[:size]
-			if err := a.readFull(ctx, r.key, data, r.off); err != nil {
+			if err := a.readRegion(ctx, r.key, data, r.off); err != nil {
 				return nil, fmt.Errorf("chunk %s: %d bytes at %d: %w", key, r.n, r.off, err)
 			}
 		} else {
 			raw, put := pooledBuffer(int(r.n))
-			if err := a.readFull(ctx, r.key, raw, r.off); err != nil {
+			if err := a.readRegion(ctx, r.key, raw, r.off); err != nil {
 				put()
 				return nil, fmt.Errorf("chunk %s: %d bytes at %d: %w", key, r.n, r.off, err)
 			}
-			if data, err = decodeRaw(leaf.chain, raw, put, alloc, size, cpu); err != nil {
+			if data, err = decodeRaw(ctx, leaf.Chain, raw, put, alloc, size, cpu); err != nil {
 				return nil, fmt.Errorf("chunk %s: %w", key, err)
 			}
 		}
 	}
-	if leaf.bigEndian && a.swap > 1 {
+	if leaf.BigEndian && a.swap > 1 {
 		swapBytes(data, a.swap)
 	}
-	if len(leaf.perms) > 0 {
-		data = untranspose(data, a.Meta.Chunks, leaf.perms, a.ItemSize)
+	if len(leaf.Perms) > 0 {
+		data = untranspose(data, a.v3.inner, leaf.Perms, a.ItemSize)
+	}
+	if a.v3.outer != nil {
+		data = untranspose(data, a.Meta.Chunks, a.v3.pipe.Perms, a.ItemSize)
 	}
 	return data, nil
+}
+
+// composePerms is the one permutation the transposes perms (in encoding
+// order) make together: axis k of the result is axis out[k] of the input.
+func composePerms(perms [][]int, rank int) []int {
+	out := make([]int, rank)
+	for k := range out {
+		out[k] = k
+	}
+	for _, p := range perms {
+		next := make([]int, rank)
+		for k, x := range p {
+			next[k] = out[x]
+		}
+		out = next
+	}
+	return out
 }
 
 // untranspose undoes a chunk's transpose codecs (perms in encoding order)
@@ -234,7 +305,7 @@ func (a *Array) loadV3(ctx context.Context, key string, alloc cache.Alloc, cpu c
 func untranspose(src []byte, shape []int64, perms [][]int, is int) []byte {
 	shapes := [][]int64{shape}
 	for _, p := range perms {
-		shapes = append(shapes, permute(shapes[len(shapes)-1], p))
+		shapes = append(shapes, zarrmeta.Permute(shapes[len(shapes)-1], p))
 	}
 	for k := len(perms) - 1; k >= 0; k-- {
 		src = transposeBack(src, shapes[k], perms[k], is)
@@ -243,11 +314,11 @@ func untranspose(src []byte, shape []int64, perms [][]int, is int) []byte {
 }
 
 // transposeBack turns src, the C-order bytes of the array of shape
-// permute(shape, perm), into the C-order bytes of the array of shape
+// zarrmeta.Permute(shape, perm), into the C-order bytes of the array of shape
 // shape whose element i is src's element j with j[k] = i[perm[k]].
 func transposeBack(src []byte, shape []int64, perm []int, is int) []byte {
 	rank := len(shape)
-	enc := permute(shape, perm)
+	enc := zarrmeta.Permute(shape, perm)
 	// C strides of the encoded array, in elements, by decoded axis.
 	stride := make([]int64, rank)
 	s := int64(1)
@@ -295,20 +366,6 @@ func v3Doc(data []byte) (object, error) {
 func (o object) nodeType() string {
 	t, _ := o["node_type"].(string)
 	return t
-}
-
-// numpyDType spells a v3 data type the way numpy (and .zarray) does, in
-// its stored byte order: "<i4", ">f8", "|b1", "|V3". The describe package
-// and info.json's stored_dtype take that form.
-func numpyDType(d DType) string {
-	order := byte('<')
-	switch {
-	case d.Size == 1 || d.Kind == 'V' || d.Kind == 'b':
-		order = '|'
-	case d.BigEndian:
-		order = '>'
-	}
-	return fmt.Sprintf("%c%c%d", order, d.Kind, d.Size)
 }
 
 // typeAlias applies NCZarr's _nczarr_array type_alias (spec appendix E):

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/nczarrfs/nczarrfs/nczarr/dtype"
 	"github.com/nczarrfs/nczarrfs/zmap"
 )
 
@@ -115,8 +116,8 @@ func v3NCType(t string) string {
 	case "bool":
 		return "ubyte"
 	}
-	if dt, err := v3DType(t); err == nil && dt.Kind != 'V' {
-		if nt := typeOfDType(numpyDType(dt)); nt != "" {
+	if dt, err := dtype.ParseV3(t); err == nil && dt.Kind != 'V' {
+		if nt := typeOfDType(dt.Numpy()); nt != "" {
 			return nt
 		}
 	}
@@ -175,7 +176,40 @@ func (d *Dataset) layoutV3(ctx context.Context, path string, def Layout) (Layout
 	}
 	l.Arrays = ordered(ms, []string{"arrays", "vars"}, path, g.Arrays)
 	l.Groups = ordered(ms, []string{"subgroups", "groups"}, path, g.Groups)
+	l.Dims = d.undeclaredDims(path, l.Dims)
 	return l, nil
+}
+
+// undeclaredDims adds to dims, the dimensions declared in the NCZarr v3
+// group at path, those that arrays of the dataset reference in that group
+// (dimension_references "/path/name") without any declaration, with the
+// size of the array's axis: netcdf-c writes such references for anonymous
+// dimensions, and header.cdl must declare every dimension it uses.
+func (d *Dataset) undeclaredDims(path string, dims []NamedDim) []NamedDim {
+	seen := map[string]bool{}
+	for _, x := range dims {
+		seen[x.Name] = true
+	}
+	for _, p := range sortedKeys(d.arrays) {
+		a := d.arrays[p]
+		if a.Err != nil || len(a.dimRefs) != len(a.Meta.Shape) {
+			continue
+		}
+		for i, ref := range a.dimRefs {
+			dir, name := splitKey(strings.TrimPrefix(ref, "/"))
+			if dir != path || seen[name] {
+				continue
+			}
+			if g := d.groups[dir]; g != nil {
+				if _, declared := g.Dims[name]; declared {
+					continue
+				}
+			}
+			seen[name] = true
+			dims = append(dims, NamedDim{Name: name, Dim: Dim{Size: a.Meta.Shape[i]}})
+		}
+	}
+	return dims
 }
 
 // v3RootDims collects the dimensions of the arrays under path, depth
@@ -191,9 +225,6 @@ func (d *Dataset) v3RootDims(path string, dims []NamedDim, seen map[string]bool)
 			continue
 		}
 		for i, n := range a.DimNames {
-			if s, ok := strings.CutPrefix(n, "_Anonymous_Dimension_"); ok {
-				n = "_zdim_" + s
-			}
 			if !seen[n] {
 				seen[n] = true
 				dims = append(dims, NamedDim{Name: n, Dim: Dim{Size: a.Meta.Shape[i]}})

@@ -40,6 +40,7 @@ func (w *walker) openV3(ctx context.Context) (ok bool, err error) {
 	}
 	if w.consolidatedV3(doc) {
 		d.Consolidated = true
+		w.yieldToObjects(ctx)
 		return true, nil
 	}
 	w.groupV3(ctx, "", doc)
@@ -49,8 +50,12 @@ func (w *walker) openV3(ctx context.Context) (ok bool, err error) {
 
 // groupV3 records the v3 group at prefix, whose zarr.json is doc, and
 // walks its children: those _nczarr_group lists, else every sub-prefix
-// holding a zarr.json.
-func (w *walker) groupV3(ctx context.Context, prefix string, doc object) {
+// holding a zarr.json, or holding v3 nodes further down without one of its
+// own (an implicit group, as zarr-java and zarrs write them: an OME-Zarr
+// plate's row folder, a store whose top has no zarr.json). doc is nil for
+// an implicit group, which is recorded only when it has a node below it.
+// It reports whether the group was recorded.
+func (w *walker) groupV3(ctx context.Context, prefix string, doc object) bool {
 	g := &Group{Path: prefix}
 	info, listed := parseGroupInfoV3(doc.obj("attributes").obj("_nczarr_group"))
 	g.Dims = info.Dims
@@ -83,10 +88,18 @@ func (w *walker) groupV3(ctx context.Context, prefix string, doc object) {
 			defer wg.Done()
 			key := zmap.Join(p, "zarr.json")
 			raw, err := w.get(ctx, key)
-			if err != nil {
-				if !errors.Is(err, zmap.ErrNotFound) || listed {
-					w.d.log.Warn("skipping unreadable metadata", "key", key, "err", err)
+			if errors.Is(err, zmap.ErrNotFound) && !listed {
+				// Nodes further down make this folder an implicit
+				// group; the walk of it ends before this one's.
+				if w.groupV3(ctx, p, nil) {
+					mu.Lock()
+					g.Groups = append(g.Groups, p)
+					mu.Unlock()
 				}
+				return
+			}
+			if err != nil {
+				w.d.log.Warn("skipping unreadable metadata", "key", key, "err", err)
 				return
 			}
 			child, err := v3Doc(raw)
@@ -113,11 +126,15 @@ func (w *walker) groupV3(ctx context.Context, prefix string, doc object) {
 		}()
 	}
 	wg.Wait()
+	if doc == nil && len(g.Arrays)+len(g.Groups) == 0 {
+		return false
+	}
 	sort.Strings(g.Arrays)
 	sort.Strings(g.Groups)
 	w.mu.Lock()
 	w.d.groups[prefix] = g
 	w.mu.Unlock()
+	return true
 }
 
 // parseGroupInfoV3 reads NCZarr's v3 _nczarr_group: {"dimensions": [{name,

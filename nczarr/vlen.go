@@ -65,16 +65,9 @@ func (a *Array) initObjects(zo object) {
 		return
 	}
 	o := &objects{codec: id}
-	for _, c := range slices.Concat(m.Filters[1:], []json.RawMessage{m.Compressor}) {
-		if len(c) == 0 || string(c) == "null" {
-			continue
-		}
-		step, err := codec.Lookup(c)
-		if err != nil {
-			a.Err = fmt.Errorf("%s: %w", key, err)
-			return
-		}
-		o.steps = append(o.steps, step)
+	if o.steps, err = byteSteps(m.Filters[1:], m.Compressor); err != nil {
+		a.Err = fmt.Errorf("%s: %w", key, err)
+		return
 	}
 	if o.fill, err = json.Marshal(zo["fill_value"]); err != nil {
 		a.Err = fmt.Errorf("%s: fill_value: %w", key, err)

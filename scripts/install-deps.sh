@@ -21,6 +21,7 @@ if ! $run_only; then
   packages+=(gdal-bin attr) # gdalinfo and gdal_translate open data.vrt; getfattr shows the xattrs
   packages+=(gcc gfortran) # docs/guide.md reads data from C and Fortran, and its test runs them
   packages+=(python3-matplotlib chromium) # preview.png is checked against matplotlib's viridis; index.html opened in headless Chromium
+  packages+=(git-annex) # a dataset kept as links out of its folder (--follow-links)
 fi
 [[ ${1:-} == --bench ]] && packages+=(python3-zarr python3-numcodecs python3-boto3 rclone)
 

@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -84,7 +85,10 @@ type array struct {
 	Shape    []int64 `json:"shape"`
 	Itemsize int64   `json:"itemsize"`
 	Expected string  `json:"expected"` // relative to the set's Dir; "" for error arrays
-	Error    bool    `json:"error"`
+	// JSON is, for a variable-length array (served as data.json, not
+	// data), its expected data.json relative to the set's Dir.
+	JSON  string `json:"json"`
+	Error bool   `json:"error"`
 }
 
 // TreePath is the absolute path of the dataset's directory tree.
@@ -561,8 +565,8 @@ func checkDataset(t *testing.T, mnt string, set fixtureSet, ds dataset) {
 			rel = ""
 		}
 		if d.IsDir() {
-			_, isArray := arrays[rel]
-			checkListing(t, p, filepath.Join(mnt, rel), rel, isArray)
+			a, isArray := arrays[rel]
+			checkListing(t, p, filepath.Join(mnt, rel), rel, isArray, a.JSON != "")
 			return nil
 		}
 		checkFile(t, p, filepath.Join(mnt, rel), rel)
@@ -577,6 +581,10 @@ func checkDataset(t *testing.T, mnt string, set fixtureSet, ds dataset) {
 	rng := rand.New(rand.NewSource(seed))
 	for _, a := range ds.Arrays {
 		if a.Error {
+			continue
+		}
+		if a.JSON != "" {
+			checkDataJSON(t, mnt, a, filepath.Join(set.Dir, a.JSON))
 			continue
 		}
 		want, err := os.ReadFile(filepath.Join(set.Dir, a.Expected))
@@ -596,7 +604,7 @@ func checkDataset(t *testing.T, mnt string, set fixtureSet, ds dataset) {
 
 // checkListing compares the names in the mounted directory with the stored
 // one (plus "data" in an array directory), and their types.
-func checkListing(t *testing.T, stored, mounted, rel string, isArray bool) {
+func checkListing(t *testing.T, stored, mounted, rel string, isArray, isJSON bool) {
 	t.Helper()
 	want := map[string]bool{} // name -> is a directory
 	entries, err := os.ReadDir(stored)
@@ -606,7 +614,10 @@ func checkListing(t *testing.T, stored, mounted, rel string, isArray bool) {
 	for _, e := range entries {
 		want[e.Name()] = e.IsDir()
 	}
-	if isArray {
+	switch {
+	case isJSON:
+		want["data.json"] = false
+	case isArray:
 		want["data"] = false
 	}
 	// Of the other files the mount synthesizes (checked in fusefs), every
@@ -644,6 +655,25 @@ func checkListing(t *testing.T, stored, mounted, rel string, isArray bool) {
 	sort.Strings(wantNames)
 	if !slices.Equal(gotNames, wantNames) {
 		t.Errorf("listing /%s:\n got %q\nwant %q", rel, gotNames, wantNames)
+	}
+}
+
+// checkDataJSON compares the data.json of a variable-length array with
+// the expected document, as parsed values.
+func checkDataJSON(t *testing.T, mnt string, a array, file string) {
+	t.Helper()
+	got, err := os.ReadFile(filepath.Join(mnt, a.Path, "data.json"))
+	if err != nil {
+		t.Errorf("%s/data.json: %v", a.Path, err)
+		return
+	}
+	exp, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g, w any
+	if err := json.Unmarshal(got, &g); err != nil || json.Unmarshal(exp, &w) != nil || !reflect.DeepEqual(g, w) {
+		t.Errorf("%s/data.json (%v):\n%s\nwant\n%s", a.Path, err, got, exp)
 	}
 }
 

@@ -553,3 +553,24 @@ z[...].tofile(sys.argv[2])`
 		})
 	}
 }
+
+// TestHiddenObjectMount mounts a consolidated store whose .zmetadata
+// declares arrays at ".zmetadata" and "g/.zattrs"
+// (fixtures/hidden_object.py): both stay the stored files, byte for byte,
+// and the real arrays read.
+func TestHiddenObjectMount(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "hidden.zarr")
+	if out, err := exec.Command(python, "fixtures/hidden_object.py", src).CombinedOutput(); err != nil {
+		t.Fatalf("zarr-python: %v\n%s", err, out)
+	}
+	mnt := mount(t, src)
+	for _, rel := range []string{".zmetadata", "g/.zattrs", "g/notes.txt"} {
+		checkFile(t, filepath.Join(src, rel), filepath.Join(mnt, rel), rel)
+	}
+	if _, err := os.Stat(filepath.Join(mnt, "v", "data")); err != nil {
+		t.Error(err)
+	}
+	if _, err := os.Stat(filepath.Join(mnt, "g", "w", "data")); err != nil {
+		t.Error(err)
+	}
+}

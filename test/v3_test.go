@@ -161,11 +161,13 @@ func TestV3Mount(t *testing.T) {
 //
 //	npyScript MNT ARRAY DTYPE SHAPE [ARRAY DTYPE SHAPE ...]
 const npyScript = `
-import json, os, sys
+import ast, json, os, sys
 import numpy as np
 mnt, args = sys.argv[1], sys.argv[2:]
 for i in range(0, len(args), 3):
     path, dtype, shape = args[i], args[i + 1], tuple(json.loads(args[i + 2]))
+    if dtype.startswith("["):
+        dtype = ast.literal_eval(dtype)  # a structured type
     a = np.load(os.path.join(mnt, path, "data.npy"))
     with open(os.path.join(mnt, path, "data"), "rb") as f:
         raw = f.read()
@@ -179,7 +181,7 @@ func checkV3NPY(t *testing.T, mnt string, ds dataset) {
 	t.Helper()
 	args := []string{"-c", npyScript, mnt}
 	for _, a := range ds.Arrays {
-		if a.Error {
+		if a.Error || a.JSON != "" {
 			continue
 		}
 		shape, _ := json.Marshal(a.Shape)

@@ -127,6 +127,7 @@ var optionFlags = map[string]struct {
 	"allow_non_empty": {"allow-non-empty", false},
 	"nonempty":        {"allow-non-empty", false},
 	"no_sign_request": {"no-sign-request", false},
+	"follow_links":    {"follow-links", false},
 	"cache_size":      {"cache-size", true},
 	"uid":             {"uid", true},
 	"gid":             {"gid", true},

@@ -23,6 +23,7 @@ import (
 	"github.com/nczarrfs/nczarrfs/fusefs"
 	"github.com/nczarrfs/nczarrfs/internal/stats"
 	"github.com/nczarrfs/nczarrfs/nczarr"
+	"github.com/nczarrfs/nczarrfs/zmap"
 	"github.com/nczarrfs/nczarrfs/zmap/source"
 )
 
@@ -254,6 +255,8 @@ func runMount(c *cli.Context) error {
 		GID:          cfg.gid,
 		Umask:        cfg.umask,
 		PageCache:    c.Bool("page-cache"),
+		// A store with a timeout (S3) answers every request in time.
+		RequestTimeout: requestTimeout(store),
 		// The daemon never opens its own files; with the hack, a
 		// SIGKILL while mounting could leave it stuck (fusefs.Options).
 		NoPollHack: true,
@@ -397,4 +400,15 @@ func parseUmask(s string) (uint32, error) {
 		return 0, fmt.Errorf("%q is not an octal mask from 000 to 777", s)
 	}
 	return uint32(n), nil
+}
+
+// requestTimeout bounds each FUSE request of a mount of store: one store
+// operation's timeout (--s3-timeout) and a second more for the rest of
+// the work, so that whatever the server does, the kernel gets an answer
+// in time (docs/reliability.md). Stores without a timeout get no bound.
+func requestTimeout(store zmap.Store) time.Duration {
+	if t, ok := zmap.As[interface{ Timeout() time.Duration }](store); ok {
+		return t.Timeout() + time.Second
+	}
+	return 0
 }

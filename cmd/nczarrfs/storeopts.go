@@ -15,9 +15,11 @@ import (
 )
 
 // diskCacheFlags are the flags of the on-disk cache of fetched objects,
-// shared by mount and the commands that read without mounting.
+// and --follow-links, shared by mount and the commands that read without
+// mounting.
 func diskCacheFlags() []cli.Flag {
 	return []cli.Flag{
+		&cli.BoolFlag{Name: "follow-links", Usage: "follow symbolic links that leave a directory SOURCE (git-annex, DataLad, DVC): whoever can read the mount can read what the links point at"},
 		&cli.StringFlag{Name: "cache-dir", Usage: "keep the objects fetched from S3 in this folder, for later mounts and other mounts of the same dataset (may be shared by several mounts)"},
 		&cli.StringFlag{Name: "cache-dir-size", Value: "10GiB", Usage: "the most bytes --cache-dir holds; the least recently used objects go first"},
 	}
@@ -68,7 +70,8 @@ func storeOptions(c *cli.Context, log *slog.Logger, timeout time.Duration) (sour
 			Timeout:       timeout,
 			Logger:        log,
 		},
-		CacheDir: c.String("cache-dir"),
+		CacheDir:    c.String("cache-dir"),
+		FollowLinks: c.Bool("follow-links"),
 	}
 	if opts.CacheDir != "" {
 		n, err := parseSize(c.String("cache-dir-size"))

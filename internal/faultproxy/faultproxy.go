@@ -3,7 +3,9 @@
 // on 127.0.0.1 and, on demand, answers a request with an error status,
 // resets the connection before the reply or in the middle of the body, cuts
 // a body short of its length, or stalls in the middle of a body. Faults are
-// injected per request key, or at random into a share of all requests.
+// injected per request key, or at random into a share of all requests; and
+// it throttles as S3 does, answering 503 SlowDown to the requests above a
+// rate.
 //
 // The proxy forwards requests unchanged, keeping the Host header the client
 // signed, so SigV4 signatures stay valid; clients must use path-style
@@ -25,6 +27,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Kind is how a fault breaks a request.
@@ -106,13 +109,15 @@ type Proxy struct {
 	srv     *httptest.Server
 	closing chan struct{}
 
-	mu       sync.Mutex
-	rules    map[string]*rule      // GUARDED_BY(mu); a key ending in "*" is a prefix
-	random   *random               // GUARDED_BY(mu); nil: no random faults
-	counts   map[string]int        // GUARDED_BY(mu); requests seen per key
-	injected map[Kind]int          // GUARDED_BY(mu); faults injected per kind
-	conns    map[net.Conn]struct{} // GUARDED_BY(mu); hijacked connections
-	closed   bool                  // GUARDED_BY(mu)
+	mu        sync.Mutex
+	rules     map[string]*rule      // GUARDED_BY(mu); a key ending in "*" is a prefix
+	random    *random               // GUARDED_BY(mu); nil: no random faults
+	bucket    *tokenBucket          // GUARDED_BY(mu); nil: no throttling
+	throttled int                   // GUARDED_BY(mu); SlowDown answers of the bucket
+	counts    map[string]int        // GUARDED_BY(mu); requests seen per key
+	injected  map[Kind]int          // GUARDED_BY(mu); faults injected per kind
+	conns     map[net.Conn]struct{} // GUARDED_BY(mu); hijacked connections
+	closed    bool                  // GUARDED_BY(mu)
 }
 
 // Start starts a proxy on 127.0.0.1 in front of the server at target (a
@@ -211,6 +216,48 @@ func (p *Proxy) InjectRandom(rate float64, faults []Fault, seed uint64) {
 	p.random = &random{rate: rate, faults: faults, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
 }
 
+// Throttle answers 503 SlowDown to every request above rate requests a
+// second, as S3 does to a prefix past its rate: a token bucket of rate
+// tokens a second, holding at most a tenth of a second's worth, from
+// which each request takes one, and which a request that finds it empty
+// does not drain. Throttling comes before every other fault. A zero rate
+// stops it.
+func (p *Proxy) Throttle(rate float64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if rate <= 0 {
+		p.bucket = nil
+		return
+	}
+	burst := max(1, rate/10)
+	p.bucket = &tokenBucket{rate: rate, burst: burst, tokens: burst, last: time.Now()}
+}
+
+// Throttled returns how many requests Throttle answered with SlowDown.
+func (p *Proxy) Throttled() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.throttled
+}
+
+// tokenBucket admits rate requests a second, burst at once.
+type tokenBucket struct {
+	rate, burst, tokens float64
+	last                time.Time
+}
+
+// take reports whether a request may pass now, and takes its token.
+func (b *tokenBucket) take() bool {
+	now := time.Now()
+	b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
+	b.last = now
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
+}
+
 // Count returns how many requests for key the proxy has seen, broken ones
 // included.
 func (p *Proxy) Count(key string) int {
@@ -246,6 +293,11 @@ func (p *Proxy) pick(key string) (Fault, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.counts[key]++
+	if p.bucket != nil && !p.bucket.take() {
+		p.throttled++
+		p.injected[Answer]++
+		return SlowDown, true
+	}
 	ru := p.rules[key]
 	if ru == nil {
 		best := -1

@@ -190,3 +190,51 @@ func TestCloseEndsStall(t *testing.T) {
 		t.Fatal("the stalled read did not end when the proxy closed")
 	}
 }
+
+// TestThrottle sends requests faster than the throttling rate: the
+// requests above it are answered 503 SlowDown, those within it (the burst,
+// and what the rate refills while they run) pass, and once the sender
+// slows down, requests pass again.
+func TestThrottle(t *testing.T) {
+	p, c := start(t)
+	const rate = 200 // requests a second; a burst of 20
+	p.Throttle(rate)
+	start := time.Now()
+	passed, slowed := 0, 0
+	for range 200 {
+		status, b, err := get(c, p, "t")
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case status == 200:
+			passed++
+		case status == 503 && bytes.Contains(b, []byte("<Code>SlowDown</Code>")):
+			slowed++
+		default:
+			t.Fatalf("answer %d %q, want 200 or 503 SlowDown", status, b)
+		}
+	}
+	elapsed := time.Since(start).Seconds()
+	// The bucket's bound on what passes: its burst plus the refill.
+	if most := 20 + int(elapsed*rate) + 1; passed > most || passed < 20 {
+		t.Errorf("%d of 200 requests passed in %.3f s; want the burst of 20, and at most %d", passed, elapsed, most)
+	}
+	if slowed == 0 || p.Throttled() != slowed || p.Injected()[Answer] != slowed {
+		t.Errorf("%d answers were SlowDown; Throttled() = %d, Injected()[Answer] = %d", slowed, p.Throttled(), p.Injected()[Answer])
+	}
+	// A sender within the rate is not throttled.
+	time.Sleep(100 * time.Millisecond)
+	for range 10 {
+		if status, _, err := get(c, p, "t"); status != 200 || err != nil {
+			t.Fatalf("after a pause, at a slow pace: %d, %v", status, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	p.Throttle(0)
+	for range 50 {
+		if status, _, err := get(c, p, "t"); status != 200 || err != nil {
+			t.Fatalf("after Throttle(0): %d, %v", status, err)
+		}
+	}
+	t.Logf("%d requests passed, %d throttled in %.3f s", passed, slowed, elapsed)
+}

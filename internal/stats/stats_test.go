@@ -173,3 +173,43 @@ func TestMountJSON(t *testing.T) {
 		t.Errorf("JSON:\n%s", out)
 	}
 }
+
+// pacedStore is a store that paces its requests, as zmap/s3's does.
+type pacedStore struct{ zmap.Store }
+
+func (pacedStore) Throttled() int64                  { return 7 }
+func (pacedStore) RequestLimit() (now, lowest int)   { return 12, 3 }
+func (pacedStore) Resumed() (resumed, changed int64) { return 5, 1 }
+
+// TestStorePacing checks store.pacing: present for a store that paces
+// its requests, found through wrappers, and absent for one that does not.
+func TestStorePacing(t *testing.T) {
+	fs, err := file.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
+	if p := CountStore(fs).Snapshot().Pacing; p != nil {
+		t.Errorf("a file store has pacing %+v, want none", p)
+	}
+	m := &Mount{Store: CountStore(wrapped{pacedStore{fs}})}
+	var got struct {
+		Store struct {
+			Pacing map[string]int64 `json:"pacing"`
+		} `json:"store"`
+	}
+	out := m.JSON()
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v in\n%s", err, out)
+	}
+	want := map[string]int64{"throttled": 7, "request_limit": 12, "lowest_request_limit": 3, "resumed": 5, "changed": 1}
+	if fmt.Sprint(got.Store.Pacing) != fmt.Sprint(want) {
+		t.Errorf("store.pacing = %v, want %v\n%s", got.Store.Pacing, want, out)
+	}
+}
+
+// wrapped is a store wrapper (as the disk cache is) that says what it
+// wraps.
+type wrapped struct{ zmap.Store }
+
+func (w wrapped) Unwrap() zmap.Store { return w.Store }

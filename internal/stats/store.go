@@ -144,6 +144,33 @@ type StoreSnapshot struct {
 	// Requests counts the same requests by the kind of request they are
 	// on S3 (Kinds).
 	Requests Kinds `json:"requests"`
+	// Pacing is what a store that paces its requests (S3) did about a
+	// busy or unreliable server; nil for other stores.
+	Pacing *PacingSnapshot `json:"pacing,omitempty"`
+}
+
+// PacingSnapshot is how an S3 store coped with its server.
+type PacingSnapshot struct {
+	// Throttled counts the answers that asked it to slow down (503
+	// SlowDown, 429), retried ones included.
+	Throttled int64 `json:"throttled"`
+	// RequestLimit bounds its requests in flight now; it halves when
+	// the server throttles and grows back as answers succeed.
+	// LowestRequestLimit is the lowest it has been.
+	RequestLimit       int `json:"request_limit"`
+	LowestRequestLimit int `json:"lowest_request_limit"`
+	// Resumed counts answers whose body broke off (reset, cut short,
+	// stalled) and was resumed where it broke; Changed counts reads
+	// that failed because the object changed meanwhile.
+	Resumed int64 `json:"resumed"`
+	Changed int64 `json:"changed"`
+}
+
+// pacer is a store that paces its requests (zmap/s3.Store).
+type pacer interface {
+	Throttled() int64
+	RequestLimit() (now, lowest int)
+	Resumed() (resumed, changed int64)
 }
 
 // Kinds counts a store's requests by kind, as S3 bills them: GET of a
@@ -178,6 +205,12 @@ func (s *Store) Snapshot() StoreSnapshot {
 		RangedGET: st.ReadAt.Requests,
 		HEAD:      st.Size.Requests + st.Stat.Requests,
 		LIST:      st.Search.Requests + st.ListFlat.Requests,
+	}
+	if p, ok := zmap.As[pacer](s.Store); ok {
+		ps := &PacingSnapshot{Throttled: p.Throttled()}
+		ps.RequestLimit, ps.LowestRequestLimit = p.RequestLimit()
+		ps.Resumed, ps.Changed = p.Resumed()
+		st.Pacing = ps
 	}
 	st.Objects = st.Get.Requests + st.ReadAt.Requests
 	st.Bytes = st.Get.Bytes + st.ReadAt.Bytes

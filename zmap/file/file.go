@@ -3,10 +3,14 @@
 // the file g1/v/0.0 under the dataset's root directory.
 //
 // Every access is confined to the root with os.Root: a symbolic link is
-// followed only while it stays inside the root. One that leaves it (an
-// absolute target, or enough ".." to climb out) names an object the store
-// refuses with zmap.ErrPermission, so a mount shared with other users
-// (--allow-other) never exposes files outside the dataset.
+// followed only while it stays inside the root. A link with an absolute
+// target that lies inside the root reads like a relative one. One that
+// leaves it (an absolute target elsewhere, or enough ".." to climb out)
+// names an object the store refuses with zmap.ErrPermission, so a mount
+// shared with other users (--allow-other) never exposes files outside the
+// dataset, unless the store is opened with FollowLinks (datasets kept in
+// git-annex, DataLad or DVC are trees of links into an object store
+// outside the dataset folder).
 package file
 
 import (
@@ -44,6 +48,15 @@ type Store struct {
 	// root. The os package does not export it, so Open obtains it from
 	// the Root itself, with a path that escapes by its very form.
 	escape error
+	real   string // the root directory, absolute, symbolic links resolved
+	follow bool   // Options.FollowLinks
+}
+
+// Options configure OpenWith.
+type Options struct {
+	// FollowLinks follows symbolic links out of the root too: whoever
+	// reads the store (the mount) reads what they point at.
+	FollowLinks bool
 }
 
 var _ zmap.Store = (*Store)(nil)
@@ -51,7 +64,10 @@ var _ zmap.Store = (*Store)(nil)
 // Open returns a Store whose root is the directory dir. It fails with an
 // error wrapping fs.ErrNotExist when dir does not exist, and with one
 // wrapping syscall.ENOTDIR when dir is not a directory.
-func Open(dir string) (*Store, error) {
+func Open(dir string) (*Store, error) { return OpenWith(dir, Options{}) }
+
+// OpenWith is Open with options.
+func OpenWith(dir string, opts Options) (*Store, error) {
 	fi, err := os.Stat(dir)
 	if err != nil {
 		return nil, fmt.Errorf("file: open dataset: %w", err)
@@ -71,7 +87,73 @@ func Open(dir string) (*Store, error) {
 		root.Close()
 		return nil, fmt.Errorf("file: open dataset %s: os.Root accepted an absolute path (%v)", dir, err)
 	}
-	return &Store{root: root, escape: pe.Err}, nil
+	real, err := filepath.EvalSymlinks(dir)
+	if err == nil {
+		real, err = filepath.Abs(real)
+	}
+	if err != nil {
+		root.Close()
+		return nil, fmt.Errorf("file: open dataset: %w", err)
+	}
+	return &Store{root: root, escape: pe.Err, real: real, follow: opts.FollowLinks}, nil
+}
+
+// resolve is called when the path of key leaves the root through a
+// symbolic link (err is os.Root's escape error). It resolves every link
+// on the path: a target inside the root gives the path relative to the
+// root (in, to open through the Root, which checks it again); one outside
+// gives its absolute path (out) when the store follows links, else the
+// refusal.
+func (s *Store) resolve(op, key string, err error) (in, out string, rerr error) {
+	target, rerr := filepath.EvalSymlinks(filepath.Join(s.real, filepath.FromSlash(key)))
+	if rerr != nil {
+		if s.follow {
+			return "", "", s.mapErr(op, key, rerr)
+		}
+		return "", "", s.mapErr(op, key, err) // refused, whether or not the target exists
+	}
+	rel, rerr := filepath.Rel(s.real, target)
+	if rerr == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return rel, "", nil
+	}
+	if s.follow {
+		return "", target, nil
+	}
+	return "", "", s.mapErr(op, key, err)
+}
+
+// openPath opens the file or directory at name (relative to the root),
+// following links that resolve inside it, and out of it with FollowLinks.
+func (s *Store) openPath(op, key, name string, flag int) (*os.File, error) {
+	f, err := s.root.OpenFile(name, flag, 0)
+	if err == nil || !errors.Is(err, s.escape) {
+		return f, err
+	}
+	in, out, err := s.resolve(op, key, err)
+	switch {
+	case err != nil:
+		return nil, err
+	case out != "":
+		return os.OpenFile(out, flag, 0)
+	}
+	return s.root.OpenFile(in, flag, 0)
+}
+
+// statPath is Stat of name (relative to the root), following links as
+// openPath does.
+func (s *Store) statPath(op, key, name string) (fs.FileInfo, error) {
+	fi, err := s.root.Stat(name)
+	if err == nil || !errors.Is(err, s.escape) {
+		return fi, err
+	}
+	in, out, err := s.resolve(op, key, err)
+	switch {
+	case err != nil:
+		return nil, err
+	case out != "":
+		return os.Stat(out)
+	}
+	return s.root.Stat(in)
 }
 
 // Get returns the content of the file named by key.
@@ -162,7 +244,7 @@ func (s *Store) stat(ctx context.Context, op, key string) (zmap.Entry, error) {
 	if !zmap.ValidKey(key) {
 		return zmap.Entry{}, invalidKey(op, key)
 	}
-	fi, err := s.root.Stat(filepath.FromSlash(key))
+	fi, err := s.statPath(op, key, filepath.FromSlash(key))
 	if err != nil {
 		return zmap.Entry{}, s.mapErr(op, key, err)
 	}
@@ -186,7 +268,7 @@ func (s *Store) Search(ctx context.Context, prefix string) ([]zmap.Entry, error)
 		}
 		dir = filepath.FromSlash(prefix)
 	}
-	f, err := s.root.Open(dir)
+	f, err := s.openPath("search", prefix, dir, os.O_RDONLY)
 	if err != nil {
 		err = s.mapErr("search", prefix, err)
 		if errors.Is(err, zmap.ErrNotFound) {
@@ -215,8 +297,9 @@ func (s *Store) Search(ctx context.Context, prefix string) ([]zmap.Entry, error)
 			// Follow the link inside the root. One that leaves it is
 			// listed, unexamined, as a prefix whose every key is
 			// refused; a broken one is skipped.
-			fi, err = s.root.Stat(filepath.Join(dir, de.Name()))
-			if errors.Is(err, s.escape) {
+			key := path.Join(prefix, de.Name())
+			fi, err = s.statPath("search", key, filepath.FromSlash(key))
+			if errors.Is(err, zmap.ErrPermission) {
 				entries = append(entries, zmap.Entry{Name: de.Name(), Dir: true})
 				continue
 			}
@@ -257,7 +340,7 @@ func (s *Store) open(ctx context.Context, op, key string) (*os.File, int64, erro
 	if !zmap.ValidKey(key) {
 		return nil, 0, invalidKey(op, key)
 	}
-	f, err := s.root.OpenFile(filepath.FromSlash(key), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := s.openPath(op, key, filepath.FromSlash(key), os.O_RDONLY|syscall.O_NONBLOCK)
 	if err != nil {
 		return nil, 0, s.mapErr(op, key, err)
 	}
@@ -284,6 +367,9 @@ func invalidKey(op, key string) error {
 // a directory); a refused access, and a path through a link that leaves
 // the root, is ErrPermission. The original error stays in the chain.
 func (s *Store) mapErr(op, key string, err error) error {
+	if errors.Is(err, zmap.ErrPermission) || errors.Is(err, zmap.ErrNotFound) {
+		return err // mapped already
+	}
 	if s.escape != nil && errors.Is(err, s.escape) {
 		return fmt.Errorf("file: %s %q: a symbolic link leads out of the dataset root: %w: %w", op, key, zmap.ErrPermission, err)
 	}

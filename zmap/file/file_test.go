@@ -78,7 +78,8 @@ func TestRelativeRoot(t *testing.T) {
 // to a file inside the root is an object, a link to a directory inside it
 // is a prefix, broken links and FIFOs are not there (and reading a FIFO must
 // not block), and a link that leaves the root is a prefix every key of
-// which is refused with ErrPermission.
+// which is refused with ErrPermission; an absolute link whose target lies
+// inside the root reads like a relative one.
 func TestSpecialFiles(t *testing.T) {
 	outside := t.TempDir()
 	writeTree(t, outside, map[string][]byte{"secret": []byte("secret"), "d/x": []byte("x")})
@@ -92,7 +93,7 @@ func TestSpecialFiles(t *testing.T) {
 		"outsidefile":  filepath.Join(outside, "secret"), // absolute, outside
 		"climb":        "../d",                           // relative, outside
 		"sub/climb2":   "../../secret",                   // relative, outside
-		"absinside":    filepath.Join(root, "real"),      // absolute: refused even inside
+		"absinside":    filepath.Join(root, "real"),      // absolute, inside
 		"chain":        "outsidedir",                     // inside, to a link that leaves
 		"broken":       "nowhere",
 		"brokenescape": filepath.Join(outside, "nowhere"), // leaves, to nothing
@@ -148,7 +149,7 @@ func TestSpecialFiles(t *testing.T) {
 		{"outsidefile", denied},
 		{"climb/x", denied},
 		{"sub/climb2", denied},
-		{"absinside/a", denied},
+		{"absinside/a", "abc"},
 		{"chain/x", denied},
 		{"brokenescape", denied},
 		{"broken", notFound},
@@ -187,6 +188,7 @@ func TestSpecialFiles(t *testing.T) {
 		kind   error
 	}{
 		{"dirlink", []zmap.Entry{{Name: "a", Size: 3}}, nil},
+		{"absinside", []zmap.Entry{{Name: "a", Size: 3}}, nil},
 		{"sub", []zmap.Entry{{Name: "b", Size: 1}, {Name: "climb2", Dir: true}, {Name: "uplink", Size: 3}}, nil},
 		{"..", nil, nil},
 		{"filelink", nil, nil},
@@ -227,6 +229,67 @@ func TestMapErr(t *testing.T) {
 			if other != tc.want && errors.Is(got, other) {
 				t.Errorf("mapErr(%v) = %v also wraps %v", tc.err, got, other)
 			}
+		}
+	}
+}
+
+// TestFollowLinks opens a tree of links out of the root, as git-annex
+// writes a dataset (each file a relative link into .git/annex/objects of
+// a repository above the dataset folder), with and without FollowLinks:
+// without, every key through them is refused; with, they read as the files
+// they point at, and broken ones are not there.
+func TestFollowLinks(t *testing.T) {
+	repo := t.TempDir()
+	writeTree(t, repo, map[string][]byte{"objects/k1": []byte("zarr"), "objects/k2/x": []byte("x")})
+	root := filepath.Join(repo, "ds")
+	writeTree(t, root, map[string][]byte{"plain": []byte("p")})
+	for name, target := range map[string]string{
+		"rel":    "../objects/k1",
+		"abs":    filepath.Join(repo, "objects", "k1"),
+		"dir":    "../objects/k2",
+		"broken": "../objects/none",
+	} {
+		if err := os.Symlink(target, filepath.Join(root, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	for _, follow := range []bool{false, true} {
+		s, err := OpenWith(root, Options{FollowLinks: follow})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		for key, want := range map[string]string{"rel": "zarr", "abs": "zarr", "dir/x": "x", "plain": "p"} {
+			b, err := s.Get(ctx, key)
+			e, serr := s.Stat(ctx, key)
+			switch {
+			case key == "plain" || follow:
+				if err != nil || string(b) != want || serr != nil || e.Size != int64(len(want)) {
+					t.Errorf("follow %v: Get(%q) = %q, %v; Stat %+v, %v; want %q", follow, key, b, err, e, serr, want)
+				}
+			case !errors.Is(err, zmap.ErrPermission) || !errors.Is(serr, zmap.ErrPermission):
+				t.Errorf("follow %v: Get(%q): %v, Stat: %v; want ErrPermission", follow, key, err, serr)
+			}
+		}
+		_, err = s.Get(ctx, "broken")
+		if want := map[bool]error{false: zmap.ErrPermission, true: zmap.ErrNotFound}[follow]; !errors.Is(err, want) {
+			t.Errorf("follow %v: Get(broken): %v, want %v", follow, err, want)
+		}
+		got, err := s.Search(ctx, "")
+		wantTop := []zmap.Entry{{Name: "abs", Dir: true}, {Name: "broken", Dir: true}, {Name: "dir", Dir: true}, {Name: "plain", Size: 1}, {Name: "rel", Dir: true}}
+		if follow {
+			wantTop = []zmap.Entry{{Name: "abs", Size: 4}, {Name: "dir", Dir: true}, {Name: "plain", Size: 1}, {Name: "rel", Size: 4}}
+		}
+		if err != nil || !slices.Equal(zmaptest.WithoutTimes(got), wantTop) {
+			t.Errorf("follow %v: Search(\"\") = %v, %v; want %v", follow, got, err, wantTop)
+		}
+		got, err = s.Search(ctx, "dir")
+		if follow && (err != nil || !slices.Equal(zmaptest.WithoutTimes(got), []zmap.Entry{{Name: "x", Size: 1}})) {
+			t.Errorf("Search(dir) = %v, %v", got, err)
+		}
+		if !follow && !errors.Is(err, zmap.ErrPermission) {
+			t.Errorf("Search(dir): %v, want ErrPermission", err)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nczarrfs/nczarrfs/internal/faultproxy"
+	"github.com/nczarrfs/nczarrfs/zmap"
 	"github.com/nczarrfs/nczarrfs/zmap/s3"
 )
 
@@ -71,10 +72,11 @@ var bodyOps = []struct {
 var errWrongData = errors.New("wrong data")
 
 // TestBodyFaults breaks every request of Get and ReadAt in each way a
-// connection can break: the operation fails with an I/O error (after the
-// SDK's retries, or at the timeout for a stalled body), never succeeds with
-// short or wrong bytes, and works again once the fault is lifted. A fault
-// that happens once is either retried into the right bytes or an I/O error.
+// connection can break. A fault that happens once is resumed or retried
+// into the right bytes. A fault on every request ends in the right bytes
+// (a body cut in half each time still arrives, resumed piece by piece) or
+// an I/O error (after the SDK's retries, or at the timeout), never short
+// or wrong bytes, and the Store works again once the fault is lifted.
 func TestBodyFaults(t *testing.T) {
 	const timeout = 3 * time.Second
 	type bodyCase struct {
@@ -108,9 +110,10 @@ func TestBodyFaults(t *testing.T) {
 				start := time.Now()
 				err := op.run(ctx, st, dir+"/obj")
 				elapsed := time.Since(start)
-				checkIOError(t, err)
 				if errors.Is(err, errWrongData) {
 					t.Errorf("%v", err)
+				} else if err != nil {
+					checkIOError(t, err)
 				}
 				// A hang catcher, far above the timeout: not a speed test.
 				if elapsed > 10*timeout {
@@ -125,14 +128,91 @@ func TestBodyFaults(t *testing.T) {
 				dir = c.dir + "-once"
 				env.proxy.Inject(objectKey(dir), c.fault, 1)
 				err = op.run(ctx, st, dir+"/obj")
-				if errors.Is(err, errWrongData) {
-					t.Errorf("one fault: %v", err)
-				} else if err != nil {
-					checkIOError(t, err)
+				if err != nil {
+					t.Errorf("one fault: %v; want it resumed or retried into the right bytes", err)
 				}
 				t.Logf("once: %d requests: %v", env.proxy.Count(objectKey(dir)), err)
 			})
 		})
 	}
 	wg.Wait()
+}
+
+// TestReadChangedObject replaces an object while a read of it waits on a
+// stalled body: the resumed request, conditional on the first answer's
+// ETag, is refused (412), and the read fails with ErrChanged instead of
+// joining the halves of two versions. The next read gets the new bytes.
+func TestReadChangedObject(t *testing.T) {
+	for _, op := range []string{"Get", "ReadAt"} {
+		t.Run(op, func(t *testing.T) {
+			dir := "changed-" + op
+			env := newRetryEnv(t, []string{dir})
+			// The stall is given up after a fifth of the timeout: 2 s,
+			// time enough to replace the object first.
+			st := env.open(t, s3.Options{Timeout: 10 * time.Second})
+			key := objectKey(dir)
+			env.proxy.Inject(key, faultproxy.Fault{Kind: faultproxy.StallMidBody}, 1)
+			newData := bytes.Repeat([]byte("new version "), len(retryData)/12+1)[:len(retryData)]
+			done := make(chan error, 1)
+			go func() {
+				var err error
+				if op == "Get" {
+					var b []byte
+					if b, err = st.Get(context.Background(), dir+"/obj"); err == nil {
+						err = fmt.Errorf("%w: Get succeeded with %d bytes (old: %v, new: %v)", errWrongData, len(b), bytes.Equal(b, retryData), bytes.Equal(b, newData))
+					}
+				} else {
+					p := make([]byte, 8000)
+					var n int
+					if n, err = st.ReadAt(context.Background(), dir+"/obj", p, 1000); err == nil {
+						err = fmt.Errorf("%w: ReadAt succeeded with %d bytes", errWrongData, n)
+					}
+				}
+				done <- err
+			}()
+			for env.proxy.Count(key) == 0 {
+				time.Sleep(5 * time.Millisecond)
+			}
+			env.srv.Put(t, "retry", map[string][]byte{key: newData})
+			err := <-done
+			if !errors.Is(err, s3.ErrChanged) {
+				t.Fatalf("read across the replacement: %v; want an error wrapping ErrChanged", err)
+			}
+			checkIOError(t, err)
+			if n := env.proxy.Count(key); n != 2 {
+				t.Errorf("the proxy saw %d requests, want 2 (the stalled one and the resumption)", n)
+			}
+			if _, changed := st.Resumed(); changed != 1 {
+				t.Errorf("Resumed reports %d changed objects, want 1", changed)
+			}
+			b, err := st.Get(context.Background(), dir+"/obj")
+			if err != nil || !bytes.Equal(b, newData) {
+				t.Errorf("the next Get: %d bytes, %v; want the new version", len(b), err)
+			}
+		})
+	}
+}
+
+// TestErrorBodyFaults breaks the error answer (404 NoSuchKey) to a read
+// of a missing object once, in each way a body breaks: the SDK asks
+// again (or the 404 status alone says it, when the document is cut
+// short), and the read says the object is not there. A stalled error
+// document is given up after a fifth of the timeout, as a stalled object
+// body is, instead of using up the timeout.
+func TestErrorBodyFaults(t *testing.T) {
+	env := newRetryEnv(t, nil)
+	st := env.open(t, s3.Options{Timeout: 3 * time.Second})
+	for _, f := range bodyFaults {
+		t.Run(f.String(), func(t *testing.T) {
+			dir := "missing-" + strings.NewReplacer(" ", "-", ",", "").Replace(f.String())
+			env.proxy.Inject(objectKey(dir), f, 1)
+			_, err := st.Get(context.Background(), dir+"/obj")
+			if !errors.Is(err, zmap.ErrNotFound) {
+				t.Errorf("Get of a missing object whose 404 answer broke once: %v; want ErrNotFound", err)
+			}
+			if n := env.proxy.Count(objectKey(dir)); n < 1 || n > 2 {
+				t.Errorf("the proxy saw %d requests, want 1 or 2", n)
+			}
+		})
+	}
 }

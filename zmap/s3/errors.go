@@ -20,8 +20,9 @@ import (
 // Error is a failed S3 operation.
 //
 // It unwraps to zmap.ErrNotFound or zmap.ErrPermission where those apply,
-// and to context.Canceled or context.DeadlineExceeded when a context ended
-// the operation (the caller's, or the Store's own timeout). It does not
+// to context.Canceled or context.DeadlineExceeded when a context ended
+// the operation (the caller's, or the Store's own timeout), and to
+// ErrChanged when the object changed while it was read. It does not
 // unwrap to the SDK's error: that chain holds transport details such as
 // syscall.ECONNREFUSED, which a caller turning errors into errnos would
 // hand to read(2) instead of EIO. Err keeps it for inspection, and the
@@ -45,7 +46,7 @@ func (e *Error) Unwrap() []error {
 	if e.Kind != nil {
 		errs = append(errs, e.Kind)
 	}
-	for _, c := range []error{context.Canceled, context.DeadlineExceeded} {
+	for _, c := range []error{context.Canceled, context.DeadlineExceeded, ErrChanged} {
 		if errors.Is(e.Err, c) {
 			errs = append(errs, c)
 		}

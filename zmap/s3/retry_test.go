@@ -239,11 +239,12 @@ func TestRetryTransient(t *testing.T) {
 	})
 }
 
-// TestRetryPersistent answers every request of an operation with 503
-// SlowDown: the operation fails with an I/O error once its attempts run
-// out, or at its timeout, whichever comes first.
+// TestRetryPersistent answers every request of an operation with an
+// error: the operation fails with an I/O error once its attempts run out
+// (500 InternalError), or at its timeout (503 SlowDown, which is waited
+// out for as long as the timeout allows).
 func TestRetryPersistent(t *testing.T) {
-	attempts := cases("attempts", map[string]fault{"503 SlowDown": slowDown})
+	attempts := cases("attempts", map[string]fault{"500 InternalError": internalError})
 	timeout := cases("timeout", map[string]fault{"503 SlowDown": slowDown})
 	env := newRetryEnv(t, dirsOf(attempts, timeout))
 
@@ -386,11 +387,12 @@ func TestRetryNotRetried(t *testing.T) {
 	})
 }
 
-// TestRetryRecovery fails every operation with a persistent 503, lifts
-// the fault, and reads again through the same Store.
+// TestRetryRecovery fails every operation with a persistent 500, lifts
+// the fault, and reads again through the same Store. (A persistent 503 is
+// waited out until the timeout: TestRetryPersistent.)
 func TestRetryRecovery(t *testing.T) {
 	const maxAttempts = 2
-	cs := cases("recovery", map[string]fault{"503 SlowDown": slowDown})
+	cs := cases("recovery", map[string]fault{"500 InternalError": internalError})
 	env := newRetryEnv(t, dirsOf(cs))
 	st := env.open(t, s3.Options{Timeout: 30 * time.Second, MaxAttempts: maxAttempts})
 

@@ -18,7 +18,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -92,6 +91,9 @@ type Store struct {
 	timeout  time.Duration
 	log      *slog.Logger
 	denials  atomic.Int64 // access-denied log lines written
+	pace     *pacer       // bounds the operations in flight (pacer.go)
+	resumed  atomic.Int64 // bodies resumed after they broke off
+	changed  atomic.Int64 // reads failed because the object changed
 }
 
 var _ zmap.Store = (*Store)(nil)
@@ -112,7 +114,7 @@ func Open(ctx context.Context, loc Location, opts Options) (*Store, error) {
 	if loc.Bucket == "" {
 		return nil, errors.New("s3: no bucket")
 	}
-	s := &Store{loc: loc, timeout: opts.Timeout, log: opts.Logger}
+	s := &Store{loc: loc, timeout: opts.Timeout, log: opts.Logger, pace: newPacer(maxInFlight)}
 	if s.timeout <= 0 {
 		s.timeout = DefaultTimeout
 		if v := os.Getenv(TimeoutEnv); v != "" {
@@ -172,7 +174,8 @@ func Open(ctx context.Context, loc Location, opts Options) (*Store, error) {
 						Codes: map[int]struct{}{http.StatusTooManyRequests: {}},
 					})
 					o.MaxAttempts = attempts
-					o.MaxBackoff = 5 * time.Second
+					o.MaxBackoff = time.Second
+					o.Backoff = backoff{}
 					// No client-side retry quota: after a long outage it
 					// would keep failing requests without retrying
 					// them. The per-operation timeout bounds retries.
@@ -213,6 +216,7 @@ func Open(ctx context.Context, loc Location, opts Options) (*Store, error) {
 		cfg.HTTPClient = bc.Freeze()
 	}
 	s.http = cfg.HTTPClient
+	cfg.HTTPClient = client{HTTPClient: cfg.HTTPClient, p: s.pace, stall: s.stallAfter()}
 
 	s.client = s3.NewFromConfig(cfg, func(o *s3.Options) {
 		if endpoint != "" {
@@ -290,121 +294,37 @@ func (s *Store) Credentials() string { return s.creds }
 // "Amazon S3 in <region>".
 func (s *Store) Endpoint() string { return s.endpoint }
 
+// Timeout returns the bound on each operation (Options.Timeout).
+func (s *Store) Timeout() time.Duration { return s.timeout }
+
 // Location returns the location the Store was opened with.
 func (s *Store) Location() Location { return s.loc }
-
-// Get returns the whole object stored under key.
-func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
-	ctx = withLastAnswer(ctx)
-	if err := checkKey(key); err != nil {
-		return nil, err
-	}
-	rctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	out, err := s.client.GetObject(rctx, &s3.GetObjectInput{
-		Bucket: aws.String(s.loc.Bucket),
-		Key:    aws.String(s.loc.key(key)),
-	})
-	if err != nil {
-		return nil, s.mapErr(ctx, "GetObject", key, err)
-	}
-	defer out.Body.Close()
-	var data []byte
-	if n := out.ContentLength; n != nil && *n >= 0 && *n <= maxPrealloc {
-		// One allocation of the right size, no regrowing.
-		data = make([]byte, *n)
-		var m int
-		m, err = io.ReadFull(out.Body, data)
-		data = data[:m]
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			err = nil // reported below as a short body
-		}
-	} else {
-		data, err = io.ReadAll(out.Body)
-	}
-	if err != nil {
-		return nil, s.mapErr(ctx, "GetObject", key, err)
-	}
-	if out.ContentLength != nil && int64(len(data)) != *out.ContentLength {
-		return nil, s.mapErr(ctx, "GetObject", key, fmt.Errorf("got %d bytes of %d", len(data), *out.ContentLength))
-	}
-	return data, nil
-}
-
-// ReadAt reads len(p) bytes of the object under key at offset off with one
-// ranged GetObject. It returns io.EOF when the object ends before p is
-// full, including when off is at or past its end.
-func (s *Store) ReadAt(ctx context.Context, key string, p []byte, off int64) (int, error) {
-	if err := checkKey(key); err != nil {
-		return 0, err
-	}
-	if off < 0 {
-		return 0, fmt.Errorf("s3: ReadAt %s: negative offset %d", s.url(key), off)
-	}
-	if len(p) == 0 {
-		// Nothing to read, but a missing object is still an error.
-		size, err := s.Size(ctx, key)
-		if err == nil && off > size {
-			err = io.EOF
-		}
-		return 0, err
-	}
-	ctx = withLastAnswer(ctx)
-	rctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	rng := fmt.Sprintf("bytes=%d-%d", off, off+int64(len(p))-1)
-	out, err := s.client.GetObject(rctx, &s3.GetObjectInput{
-		Bucket: aws.String(s.loc.Bucket),
-		Key:    aws.String(s.loc.key(key)),
-		Range:  aws.String(rng),
-	})
-	if err != nil {
-		if status, _ := statusOf(err); status == http.StatusRequestedRangeNotSatisfiable {
-			// The range starts at or past the end (or the object is
-			// empty). A missing object is a 404, not a 416.
-			return 0, io.EOF
-		}
-		return 0, s.mapErr(ctx, "GetObject", key, err)
-	}
-	defer out.Body.Close()
-
-	// avail is how many bytes the body holds from offset off on.
-	var avail int64 = -1
-	if out.ContentLength != nil {
-		avail = *out.ContentLength
-	}
-	if out.ContentRange == nil || *out.ContentRange == "" {
-		// A server that ignores Range sends the whole object: skip to off.
-		if _, err := io.CopyN(io.Discard, out.Body, off); err != nil {
-			if errors.Is(err, io.EOF) {
-				return 0, io.EOF
-			}
-			return 0, s.mapErr(ctx, "GetObject", key, err)
-		}
-		if avail >= 0 {
-			avail -= off
-		}
-	} else if start, end, err := rangeBounds(*out.ContentRange); err != nil || start != off || end < start {
-		return 0, s.mapErr(ctx, "GetObject", key, fmt.Errorf("asked for %s, server sent Content-Range %q", rng, *out.ContentRange))
-	} else {
-		// The range says how many bytes must arrive, even when no
-		// Content-Length does: a body cut short is an error, not EOF.
-		avail = end - start + 1
-	}
-
-	n, err := io.ReadFull(out.Body, p)
-	switch {
-	case err == nil:
-		return n, nil
-	case (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) && (avail < 0 || int64(n) >= avail):
-		return n, io.EOF
-	}
-	return n, s.mapErr(ctx, "GetObject", key, err)
-}
 
 // rangeBounds returns START and END of a Content-Range value
 // "bytes START-END/SIZE".
 func rangeBounds(cr string) (start, end int64, err error) {
+	start, end, _, err = rangeSize(cr)
+	return start, end, err
+}
+
+// rangeSize returns START, END and SIZE of a Content-Range value
+// "bytes START-END/SIZE"; SIZE is -1 when it is "*".
+func rangeSize(cr string) (start, end, size int64, err error) {
+	start, end, err = parseRange(cr)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	_, total, _ := strings.Cut(cr, "/")
+	if total == "*" {
+		return start, end, -1, nil
+	}
+	if size, err = strconv.ParseInt(total, 10, 64); err != nil {
+		return 0, 0, 0, fmt.Errorf("not a byte range: %q", cr)
+	}
+	return start, end, size, nil
+}
+
+func parseRange(cr string) (start, end int64, err error) {
 	v, ok := strings.CutPrefix(cr, "bytes ")
 	if !ok {
 		return 0, 0, fmt.Errorf("not a byte range: %q", cr)
@@ -428,6 +348,23 @@ func rangeBounds(cr string) (start, end int64, err error) {
 // once fill the bandwidth.
 const Parallelism = 32
 
+// maxInFlight bounds the operations a Store has in flight, and is where
+// its pacer starts: above what readers keep in flight (Parallelism, plus
+// lookups and listings), so that it only binds when the server throttles.
+const maxInFlight = 2 * Parallelism
+
+// Throttled returns how many answers asked the Store to slow down (503,
+// 429), retried ones included.
+func (s *Store) Throttled() int64 { return s.pace.throttled.Load() }
+
+// RequestLimit returns the bound on operations in flight now, and the
+// lowest it has been.
+func (s *Store) RequestLimit() (now, lowest int) { return s.pace.state() }
+
+// Resumed returns how many bodies were resumed after they broke off, and
+// how many reads failed because the object changed meanwhile.
+func (s *Store) Resumed() (resumed, changed int64) { return s.resumed.Load(), s.changed.Load() }
+
 // Parallelism returns the package's Parallelism (nczarr.Open asks).
 func (s *Store) Parallelism() int { return Parallelism }
 
@@ -450,9 +387,18 @@ func (s *Store) Stat(ctx context.Context, key string) (zmap.Entry, error) {
 	}
 	rctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	out, err := s.client.HeadObject(rctx, &s3.HeadObjectInput{
-		Bucket: aws.String(s.loc.Bucket),
-		Key:    aws.String(s.loc.key(key)),
+	release, err := s.pace.acquire(rctx)
+	if err != nil {
+		return zmap.Entry{}, s.mapErr(ctx, "HeadObject", key, err)
+	}
+	defer release()
+	var out *s3.HeadObjectOutput
+	err = s.untilNotThrottled(rctx, func() (err error) {
+		out, err = s.client.HeadObject(rctx, &s3.HeadObjectInput{
+			Bucket: aws.String(s.loc.Bucket),
+			Key:    aws.String(s.loc.key(key)),
+		})
+		return err
 	})
 	if err != nil {
 		return zmap.Entry{}, s.mapErr(ctx, "HeadObject", key, err)
@@ -477,7 +423,19 @@ func modTime(t *time.Time) time.Time {
 func (s *Store) nextPage(ctx context.Context, pager *s3.ListObjectsV2Paginator) (*s3.ListObjectsV2Output, error) {
 	rctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	return pager.NextPage(rctx, s3.WithAPIOptions(decodeListsFast))
+	release, err := s.pace.acquire(rctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	// The paginator moves on only after a success: a throttled page
+	// is asked again.
+	var page *s3.ListObjectsV2Output
+	err = s.untilNotThrottled(rctx, func() (err error) {
+		page, err = pager.NextPage(rctx, s3.WithAPIOptions(decodeListsFast))
+		return err
+	})
+	return page, err
 }
 
 // Close drops the Store's idle connections. The Store must not be used

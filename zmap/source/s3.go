@@ -18,6 +18,9 @@ type Options struct {
 	// diskcache.DefaultMaxBytes).
 	CacheDir     string
 	CacheDirSize int64
+	// FollowLinks follows symbolic links out of a directory source's root
+	// (file.Options.FollowLinks).
+	FollowLinks bool
 }
 
 func openS3(ctx context.Context, s Source, opts Options) (zmap.Store, error) {

@@ -164,7 +164,9 @@ func (f *Fragment) addModes(list string) error {
 
 // OpenLocal opens a file or zip source, inferring the medium by probing
 // the path when the source does not name it.
-func OpenLocal(s Source) (zmap.Store, error) {
+func OpenLocal(s Source) (zmap.Store, error) { return openLocal(s, Options{}) }
+
+func openLocal(s Source, opts Options) (zmap.Store, error) {
 	info, err := os.Stat(s.Path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -184,7 +186,7 @@ func OpenLocal(s Source) (zmap.Store, error) {
 		if !info.IsDir() {
 			return nil, fmt.Errorf("source %s is not a directory (mode=file); for a zip file use mode=zip", s.Path)
 		}
-		return file.Open(s.Path)
+		return file.OpenWith(s.Path, file.Options{FollowLinks: opts.FollowLinks})
 	case Zip:
 		if info.IsDir() {
 			return nil, fmt.Errorf("source %s is a directory, not a zip file (mode=zip)", s.Path)
@@ -203,7 +205,7 @@ func Open(ctx context.Context, s Source, opts Options) (zmap.Store, error) {
 	if s.Storage == S3 {
 		return openS3(ctx, s, opts)
 	}
-	return OpenLocal(s)
+	return openLocal(s, opts)
 }
 
 // Redact returns raw with any user information (user:password@) removed,

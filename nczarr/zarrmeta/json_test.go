@@ -1,4 +1,4 @@
-package nczarr
+package zarrmeta
 
 import (
 	"encoding/json"
@@ -15,15 +15,15 @@ func TestQuoteNonFinite(t *testing.T) {
 		{`{"s": "back\\", "v": Infinity}`, `{"s": "back\\", "v": "Infinity"}`},
 	}
 	for _, tt := range tests {
-		if got := string(quoteNonFinite([]byte(tt.in))); got != tt.want {
-			t.Errorf("quoteNonFinite(%s) = %s, want %s", tt.in, got, tt.want)
+		if got := string(QuoteNonFinite([]byte(tt.in))); got != tt.want {
+			t.Errorf("QuoteNonFinite(%s) = %s, want %s", tt.in, got, tt.want)
 		}
 	}
 }
 
 func TestDecodeJSONKeepsLargeIntegers(t *testing.T) {
 	var v map[string]any
-	if err := decodeJSON([]byte(`{"big": 9007199254740993, "neg": -9223372036854775808}`), &v); err != nil {
+	if err := DecodeJSON([]byte(`{"big": 9007199254740993, "neg": -9223372036854775808}`), &v); err != nil {
 		t.Fatal(err)
 	}
 	if got := v["big"].(json.Number).String(); got != "9007199254740993" {
@@ -32,7 +32,7 @@ func TestDecodeJSONKeepsLargeIntegers(t *testing.T) {
 	if got := v["neg"].(json.Number).String(); got != "-9223372036854775808" {
 		t.Errorf("neg = %s", got)
 	}
-	if err := decodeJSON([]byte(`{"a":1} {"b":2}`), &v); err == nil {
+	if err := DecodeJSON([]byte(`{"a":1} {"b":2}`), &v); err == nil {
 		t.Error("trailing document accepted")
 	}
 }
@@ -42,7 +42,7 @@ func FuzzQuoteNonFinite(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		out := quoteNonFinite(data)
+		out := QuoteNonFinite(data)
 		// Valid JSON stays valid and means the same.
 		if json.Valid(data) {
 			if !json.Valid(out) {
@@ -50,7 +50,7 @@ func FuzzQuoteNonFinite(f *testing.F) {
 			}
 		}
 		// Quoting is idempotent.
-		if again := quoteNonFinite(out); string(again) != string(out) {
+		if again := QuoteNonFinite(out); string(again) != string(out) {
 			t.Fatalf("not idempotent: %q -> %q", out, again)
 		}
 	})

@@ -1,4 +1,4 @@
-package nczarr
+package dtype
 
 import (
 	"bytes"
@@ -97,15 +97,17 @@ func TestEncodeFillMatchesZarr(t *testing.T) {
 	}
 	accepted := 0
 	for i, c := range fillCases {
-		d, err := ParseDType(json.RawMessage(strconv.Quote(c[0])))
+		d, err := Parse(json.RawMessage(strconv.Quote(c[0])))
 		if err != nil {
 			t.Fatal(err)
 		}
 		var fill any
-		if err := decodeJSON([]byte(c[1]), &fill); err != nil {
+		dec := json.NewDecoder(strings.NewReader(c[1]))
+		dec.UseNumber() // as the metadata is read
+		if err := dec.Decode(&fill); err != nil {
 			t.Fatal(err)
 		}
-		got, err := d.encodeFill(fill, d.Size)
+		got, err := d.EncodeFill(fill, d.Size)
 		if want[i].Hex == nil {
 			if err == nil {
 				t.Errorf("%s fill %s: %x, but zarr-python refuses it (%s)", c[0], c[1], got, want[i].Error)
@@ -171,13 +173,61 @@ func TestEncodeFillNCZarr(t *testing.T) {
 		{">S1", "q", 'q'},
 	}
 	for _, tt := range tests {
-		d, err := ParseDType(json.RawMessage(strconv.Quote(tt.dtype)))
+		d, err := Parse(json.RawMessage(strconv.Quote(tt.dtype)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := d.encodeFill(tt.fill, 1)
+		got, err := d.EncodeFill(tt.fill, 1)
 		if err != nil || len(got) != 1 || got[0] != tt.want {
-			t.Errorf("encodeFill(%s, %v) = %q, %v; want %q", tt.dtype, tt.fill, got, err, tt.want)
+			t.Errorf("EncodeFill(%s, %v) = %q, %v; want %q", tt.dtype, tt.fill, got, err, tt.want)
+		}
+	}
+}
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		in      string
+		kind    byte
+		size    int
+		big     bool
+		swap    int
+		wantErr bool
+	}{
+		{`"<i4"`, 'i', 4, false, 0, false},
+		{`">i8"`, 'i', 8, true, 8, false},
+		{`"|u1"`, 'u', 1, false, 0, false},
+		{`">u1"`, 'u', 1, true, 0, false},
+		{`"<f2"`, 'f', 2, false, 0, false},
+		{`">c16"`, 'c', 16, true, 8, false},
+		{`"|b1"`, 'b', 1, false, 0, false},
+		{`"<M8[ns]"`, 'M', 8, false, 0, false},
+		{`">m8[s]"`, 'm', 8, true, 8, false},
+		{`"|S5"`, 'S', 5, false, 0, false},
+		{`">S1"`, 'S', 1, true, 0, false},
+		{`"<U3"`, 'U', 12, false, 0, false},
+		{`">U3"`, 'U', 12, true, 4, false},
+		{`"|O"`, 'O', 0, false, 0, false},
+		{`"i4"`, 'i', 4, false, 0, false},
+		{`"|O4"`, 0, 0, false, 0, true},
+		{`"<i3"`, 0, 0, false, 0, true},
+		{`"<f16"`, 0, 0, false, 0, true},
+		{`[["a","<i4"]]`, 0, 0, false, 0, true},
+		{`"!i4"`, 0, 0, false, 0, true},
+	}
+	for _, tt := range tests {
+		d, err := Parse(json.RawMessage(tt.in))
+		if tt.wantErr {
+			if err == nil {
+				t.Errorf("Parse(%s) = %+v, want error", tt.in, d)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("Parse(%s): %v", tt.in, err)
+			continue
+		}
+		if d.Kind != tt.kind || d.Size != tt.size || d.BigEndian != tt.big || d.SwapUnit() != tt.swap {
+			t.Errorf("Parse(%s) = %+v swap %d", tt.in, d, d.SwapUnit())
 		}
 	}
 }

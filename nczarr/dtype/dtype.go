@@ -1,4 +1,8 @@
-package nczarr
+// Package dtype is the model of Zarr's data types, v2 (numpy's type
+// strings, "<i4", "|S5", "<M8[ns]") and v3 (core names and the
+// zarr-python 3 and zarr-extensions types), and of their fill values in
+// the output form the read path serves. It knows nothing of stores.
+package dtype
 
 import (
 	"encoding/binary"
@@ -13,18 +17,24 @@ import (
 	"github.com/nczarrfs/nczarrfs/internal/npdtype"
 )
 
-// DType is a Zarr v2 "simple" data type such as "<i4", ">f8", "|S5",
-// "<M8[ns]" or "|O" (variable-length objects). Structured (record) types
-// are not supported.
+// DType is a data type: a Zarr v2 "simple" type such as "<i4", ">f8",
+// "|S5", "<M8[ns]" or "|O" (variable-length objects; v2 structured types
+// are not supported), or a Zarr v3 one (ParseV3), spelled as numpy does.
 type DType struct {
-	Str       string // as written in .zarray
+	Str       string // as written in .zarray; for v3, numpy's spelling (Numpy)
 	Kind      byte   // numpy kind: b i u f c M m S U V O
 	BigEndian bool
 	Size      int // bytes per element as stored; 0 for "|O"
+	// Unit is a Zarr v3 datetime64 or timedelta64 unit, with its scale
+	// ("ns", "10us"); "" for generic and for other kinds.
+	Unit string
+	// Fields are the fields of a Zarr v3 struct, in order and packed;
+	// nil for other types.
+	Fields []Field
 }
 
-// ParseDType parses a .zarray "dtype" member.
-func ParseDType(raw json.RawMessage) (DType, error) {
+// Parse parses a .zarray "dtype" member.
+func Parse(raw json.RawMessage) (DType, error) {
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return DType{}, fmt.Errorf("dtype %s: structured dtypes are not supported", raw)
@@ -36,9 +46,9 @@ func ParseDType(raw json.RawMessage) (DType, error) {
 	return DType{Str: s, Kind: p.Kind, BigEndian: p.BigEndian, Size: p.Size}, nil
 }
 
-// swapUnit is the size of the units whose bytes are reversed to turn a
+// SwapUnit is the size of the units whose bytes are reversed to turn a
 // big-endian element into a little-endian one; 0 when nothing is swapped.
-func (d DType) swapUnit() int {
+func (d DType) SwapUnit() int {
 	if !d.BigEndian {
 		return 0
 	}
@@ -55,25 +65,7 @@ func (d DType) swapUnit() int {
 	return 0
 }
 
-// swapBytes reverses every unit-byte group of b in place.
-func swapBytes(b []byte, unit int) {
-	switch unit {
-	case 2:
-		for i := 0; i+1 < len(b); i += 2 {
-			b[i], b[i+1] = b[i+1], b[i]
-		}
-	case 4:
-		for i := 0; i+3 < len(b); i += 4 {
-			binary.LittleEndian.PutUint32(b[i:], binary.BigEndian.Uint32(b[i:]))
-		}
-	case 8:
-		for i := 0; i+7 < len(b); i += 8 {
-			binary.LittleEndian.PutUint64(b[i:], binary.BigEndian.Uint64(b[i:]))
-		}
-	}
-}
-
-// encodeFill returns one element of fill value v (decoded from JSON with
+// EncodeFill returns one element of fill value v (decoded from JSON with
 // UseNumber) in the output form of `data`: little-endian, size bytes.
 //
 // It accepts what zarr-python 2 reads (Metadata2.decode_fill_value, then
@@ -85,7 +77,7 @@ func swapBytes(b []byte, unit int) {
 // out of the dtype's range wrap as numpy 1.24 wraps them. For an NCZarr
 // char (size 1 with kind U) the first byte of the string, or the number,
 // is used.
-func (d DType) encodeFill(v any, size int) ([]byte, error) {
+func (d DType) EncodeFill(v any, size int) ([]byte, error) {
 	out := make([]byte, size)
 	if v == nil {
 		return out, nil
@@ -111,7 +103,7 @@ func (d DType) encodeFill(v any, size int) ([]byte, error) {
 		var s string
 		if s, ok = v.(string); ok {
 			var b []byte
-			b, ok = pyBase64(s)
+			b, ok = Base64(s)
 			copy(out, b)
 		}
 	case 'U':
@@ -340,7 +332,7 @@ func fillComplex(out []byte, v any) bool {
 func fillBytes(out []byte, v any) bool {
 	switch x := v.(type) {
 	case string:
-		b, ok := pyBase64(x)
+		b, ok := Base64(x)
 		if !ok {
 			for i := 0; i < len(x); i++ {
 				if x[i] >= 0x80 {
@@ -448,11 +440,11 @@ func pyFloatRepr(f float64) string {
 	return s
 }
 
-// pyBase64 decodes standard base64 as Python's base64.standard_b64decode
+// Base64 decodes standard base64 as Python's base64.standard_b64decode
 // does: characters outside the alphabet are skipped, and decoding stops at
 // the padding that completes a quantum. It fails for input that does not
 // end on a whole quantum and for non-ASCII input.
-func pyBase64(s string) ([]byte, bool) {
+func Base64(s string) ([]byte, bool) {
 	var out []byte
 	var acc uint32     // the previous character's value
 	quad, pads := 0, 0 // characters into the current quantum, padding seen
