@@ -324,6 +324,9 @@ func (d *dir) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) 
 func (d *dir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	ctx, cancel := d.t.bound(ctx)
 	defer cancel()
+	if errno := d.ready(ctx); errno != 0 {
+		return nil, errno
+	}
 	if in, errno, ok := d.lookupSynth(ctx, name, out); ok {
 		return in, errno
 	}
@@ -415,9 +418,21 @@ func (d *dir) newObject(ctx context.Context, key string, e zmap.Entry, out *fuse
 	return d.NewInode(ctx, n, fs.StableAttr{Mode: fuse.S_IFREG, Ino: out.Ino})
 }
 
+// ready waits, within ctx, for what the dataset must read before it can
+// say what is in d (a lazily read group's arrays, nczarr.Dataset.Ready).
+func (d *dir) ready(ctx context.Context) syscall.Errno {
+	if err := d.t.ds.Ready(ctx, d.key); err != nil {
+		return d.t.rep.errno("lookup", d.key, err)
+	}
+	return 0
+}
+
 func (d *dir) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 	ctx, cancel := d.t.bound(ctx)
 	defer cancel()
+	if errno := d.ready(ctx); errno != 0 {
+		return nil, errno
+	}
 	entries, err := d.t.store.Search(ctx, d.key)
 	if err != nil {
 		return nil, d.t.rep.errno("readdir", d.key, err)

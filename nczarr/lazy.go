@@ -2,6 +2,7 @@ package nczarr
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 
@@ -25,6 +26,7 @@ type lazyWalk struct {
 // pendingGroup is a group whose children are still to be read.
 type pendingGroup struct {
 	once sync.Once
+	done chan struct{} // closed once the children are read
 	g    *Group
 }
 
@@ -42,40 +44,71 @@ func (l *lazyWalk) defer_(g *Group) {
 		return
 	}
 	l.mu.Lock()
-	l.pending[g.Path] = &pendingGroup{g: g}
+	l.pending[g.Path] = &pendingGroup{g: g, done: make(chan struct{})}
 	l.mu.Unlock()
 }
 
 // readFor reads what is needed to answer for path: the children of every
 // group above it.
 func (l *lazyWalk) readFor(path string) {
+	l.readForCtx(context.Background(), path)
+}
+
+// readForCtx is readFor that stops waiting when ctx is done; the reads go
+// on, for the next caller.
+func (l *lazyWalk) readForCtx(ctx context.Context, path string) error {
 	if path == "" {
-		return
+		return nil
 	}
 	parent, _ := splitKey(path)
-	l.readFor(parent)
-	l.read(parent)
+	if err := l.readForCtx(ctx, parent); err != nil {
+		return err
+	}
+	return l.readCtx(ctx, parent)
 }
 
 // read reads the children of the group at path if they are pending.
-func (l *lazyWalk) read(path string) {
+func (l *lazyWalk) read(path string) { l.readCtx(context.Background(), path) }
+
+// readCtx starts reading the children of the group at path if they are
+// pending, and waits for them or for ctx.
+func (l *lazyWalk) readCtx(ctx context.Context, path string) error {
 	l.mu.Lock()
 	pg := l.pending[path]
 	l.mu.Unlock()
 	if pg == nil {
-		return
+		return nil
 	}
 	pg.once.Do(func() {
-		// The reads belong to no one caller: one that gives up must not
-		// leave the group half read for the others.
-		ctx := context.Background()
-		var wg sync.WaitGroup
-		l.w.children(ctx, pg.g, &wg)
-		wg.Wait()
-		l.mu.Lock()
-		delete(l.pending, path)
-		l.mu.Unlock()
+		go func() {
+			// The reads belong to no one caller: one that gives up
+			// must not leave the group half read for the others.
+			var wg sync.WaitGroup
+			l.w.children(context.Background(), pg.g, &wg)
+			wg.Wait()
+			l.mu.Lock()
+			delete(l.pending, path)
+			l.mu.Unlock()
+			close(pg.done)
+		}()
 	})
+	select {
+	case <-pg.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("reading the metadata of the arrays in %q: %w", path, ctx.Err())
+	}
+}
+
+// Ready reads, or waits for, what an answer for path needs on a dataset
+// read lazily (the children of the groups above it), until ctx is done:
+// a caller bound in time calls it before Group, Array or Has, which wait
+// without bound.
+func (d *Dataset) Ready(ctx context.Context, path string) error {
+	if d.lazy == nil {
+		return nil
+	}
+	return d.lazy.readForCtx(ctx, path)
 }
 
 // readAll reads every pending group, for a list of every array or group.

@@ -2,10 +2,12 @@ package nczarr_test
 
 import (
 	"context"
+	"errors"
 	"os/exec"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/nczarrfs/nczarrfs/nczarr"
 	"github.com/nczarrfs/nczarrfs/zmap"
@@ -160,5 +162,57 @@ sub.create_group("deeper").create_dataset("c", data=np.ones(2), chunks=(2,))
 	}
 	if ds.Array("nothing") != nil || ds.Group("a07") != nil || ds.Array("sub/nothing/x") != nil {
 		t.Error("names that are no array or group were found")
+	}
+}
+
+// gate holds the Get of sub/b/.zarray until it is opened.
+type gate struct {
+	remote
+	open chan struct{}
+}
+
+func (g gate) Get(ctx context.Context, key string) ([]byte, error) {
+	if key == "sub/b/.zarray" {
+		select {
+		case <-g.open:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return g.remote.Get(ctx, key)
+}
+
+// TestReadyIsBounded checks that a caller bound in time stops waiting for
+// a lazily read group when its context ends, and that the reading goes on
+// for the next caller.
+func TestReadyIsBounded(t *testing.T) {
+	dir := t.TempDir()
+	script := `import sys, zarr, numpy as np
+g = zarr.open_group(sys.argv[1], mode="w")
+g.create_group("sub").create_dataset("b", data=np.arange(4, dtype="<i2"), chunks=(2,))
+`
+	if out, err := exec.Command("/usr/bin/python3", "-c", script, dir).CombinedOutput(); err != nil {
+		t.Fatalf("zarr-python: %v\n%s", err, out)
+	}
+	fs, err := file.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := gate{remote: remote{&requests{Store: fs, n: map[string]int{}}}, open: make(chan struct{})}
+	ds, err := nczarr.Open(context.Background(), g, nczarr.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := ds.Ready(ctx, "sub/b"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Ready while sub/b/.zarray is held: %v, want a deadline error", err)
+	}
+	close(g.open)
+	if err := ds.Ready(context.Background(), "sub/b"); err != nil {
+		t.Fatal(err)
+	}
+	if a := ds.Array("sub/b"); a == nil || a.Err != nil || a.Size() != 8 {
+		t.Errorf("sub/b after the wait: %+v", a)
 	}
 }
