@@ -73,6 +73,7 @@ Examples:
 			&cli.BoolFlag{Name: "no-sign-request", Usage: "read a public bucket without credentials"},
 			&cli.DurationFlag{Name: "s3-timeout", Usage: "bound on each S3 request, retries included (default 30s, or NCZARRFS_S3_TIMEOUT)"},
 			&cli.StringFlag{Name: "metrics-addr", Usage: "serve Prometheus metrics on http://HOST:PORT/metrics, and /healthz and /readyz for probes (a port alone, :9100, listens on 127.0.0.1)"},
+			metadataTTLFlag(),
 			// Set by the mount helper form: no "mounted" line for mount(8).
 			&cli.BoolFlag{Name: "mount-helper", Hidden: true},
 		}, diskCacheFlags()...),
@@ -87,6 +88,7 @@ type mountConfig struct {
 	uid, gid           *uint32
 	umask              uint32
 	s3Timeout          time.Duration
+	metadataTTL        time.Duration
 	logFile, logFormat string
 	debug              bool
 	metricsAddr        string
@@ -115,6 +117,9 @@ func parseMountFlags(c *cli.Context) (*mountConfig, error) {
 		if cfg.s3Timeout = c.Duration("s3-timeout"); cfg.s3Timeout <= 0 {
 			return nil, fmt.Errorf("--s3-timeout: %v is not a positive duration (try 30s)", cfg.s3Timeout)
 		}
+	}
+	if cfg.metadataTTL, err = parseTTL(c.String("metadata-ttl")); err != nil {
+		return nil, fmt.Errorf("--metadata-ttl: %w", err)
 	}
 	if c.IsSet("uid") {
 		if cfg.uid, err = parseID(c.String("uid"), lookupUser); err != nil {
@@ -246,7 +251,14 @@ func runMount(c *cli.Context) error {
 	// end (docs/architecture.md, read-ahead).
 	decoders := runtime.GOMAXPROCS(0)
 	runtime.GOMAXPROCS(2 * decoders)
-	ds, err := nczarr.Open(ctx, counted, nczarr.Options{Cache: chunks, Logger: log, Decoders: decoders})
+	// Listings and metadata are kept for --metadata-ttl, and the kernel
+	// keeps entries as long (fusefs.Options.CacheTimeout).
+	kept := keepListings(counted, cfg.metadataTTL, log)
+	kernelTTL := cfg.metadataTTL
+	if kernelTTL == 0 {
+		kernelTTL = -1
+	}
+	ds, err := nczarr.Open(ctx, kept, nczarr.Options{Cache: chunks, Logger: log, Decoders: decoders})
 	if err != nil {
 		if errors.Is(err, nczarr.ErrNoDataset) {
 			err = fmt.Errorf("%s holds no dataset: %w", cfg.source, err)
@@ -255,20 +267,26 @@ func runMount(c *cli.Context) error {
 		}
 		return stoppedOr(ctx, log, err)
 	}
-	log.Debug("opened dataset", "source", source.Redact(cfg.source), "generation", ds.Generation,
-		"groups", len(ds.Groups()), "arrays", len(ds.Arrays()))
+	// Counting the arrays reads those of a lazily read dataset: only
+	// when the count is logged.
+	if log.Enabled(ctx, slog.LevelDebug) {
+		log.Debug("opened dataset", "source", source.Redact(cfg.source), "generation", ds.Generation,
+			"groups", len(ds.Groups()), "arrays", len(ds.Arrays()))
+	}
 
-	srv, err := fusefs.Mount(mountpoint, ds, counted, fusefs.Options{
-		Logger:     log,
-		FsName:     source.Redact(cfg.source),
-		Stats:      mountStats,
-		Name:       datasetName(cfg.source),
-		Debug:      cfg.debug,
-		AllowOther: c.Bool("allow-other"),
-		UID:        cfg.uid,
-		GID:        cfg.gid,
-		Umask:      cfg.umask,
-		PageCache:  c.Bool("page-cache"),
+	srv, err := fusefs.Mount(mountpoint, ds, kept, fusefs.Options{
+		Logger:       log,
+		CacheTimeout: kernelTTL,
+		Listings:     kept,
+		FsName:       source.Redact(cfg.source),
+		Stats:        mountStats,
+		Name:         datasetName(cfg.source),
+		Debug:        cfg.debug,
+		AllowOther:   c.Bool("allow-other"),
+		UID:          cfg.uid,
+		GID:          cfg.gid,
+		Umask:        cfg.umask,
+		PageCache:    c.Bool("page-cache"),
 		// A store with a timeout (S3) answers every request in time.
 		RequestTimeout: requestTimeout(store),
 		// The daemon never opens its own files; with the hack, a

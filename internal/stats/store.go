@@ -22,6 +22,9 @@ type Store struct {
 	// first request after that began, 0 once one has been answered: the
 	// readiness of a mount (Health).
 	inFlight, answered, waiting atomic.Int64
+	// flat counts the flat listings (zmap.FlatLister) passed on; its
+	// requests are the pages they took.
+	flat op
 }
 
 // op counts one kind of request. Not-found answers are not errors: they
@@ -128,6 +131,23 @@ func (s *Store) Search(ctx context.Context, prefix string) ([]zmap.Entry, error)
 	return e, err
 }
 
+// ListFlat passes the call on to the store it wraps when that one offers
+// zmap.FlatLister, and counts its pages as LIST requests; otherwise it
+// fails with errors.ErrUnsupported, counted nowhere.
+func (s *Store) ListFlat(ctx context.Context, prefix string, limit int) (zmap.FlatListing, error) {
+	fl, ok := zmap.As[zmap.FlatLister](s.Store)
+	if !ok {
+		return zmap.FlatListing{}, fmt.Errorf("list %q: %w", prefix, errors.ErrUnsupported)
+	}
+	l, err := fl.ListFlat(ctx, prefix, limit)
+	s.flat.requests.Add(int64(max(l.Requests, 1)))
+	s.flat.bytes.Add(int64(len(l.Entries)))
+	if err != nil && !errors.Is(err, zmap.ErrNotFound) {
+		s.flat.errors.Add(1)
+	}
+	return l, err
+}
+
 // OpSnapshot is the count of one kind of request.
 type OpSnapshot struct {
 	Requests int64 `json:"requests"`
@@ -152,6 +172,12 @@ type StoreSnapshot struct {
 	Size     OpSnapshot `json:"size"`
 	Stat     OpSnapshot `json:"stat"`
 	Search   OpSnapshot `json:"search"`
+	// ListFlat counts the flat listings of a whole dataset (one request
+	// per page of up to 1,000 keys), which answer every folder's Search.
+	ListFlat OpSnapshot `json:"list_flat"`
+	// Requests counts the same requests by the kind of request they are
+	// on S3 (Kinds).
+	Requests Kinds `json:"requests"`
 	// Pacing is what a store that paces its requests (S3) did about a
 	// busy or unreliable server; nil for other stores.
 	Pacing *PacingSnapshot `json:"pacing,omitempty"`
@@ -181,17 +207,40 @@ type pacer interface {
 	Resumed() (resumed, changed int64)
 }
 
+// Kinds counts a store's requests by kind, as S3 bills them: GET of a
+// whole object (Get), ranged GET (ReadAt), HEAD (Size and Stat) and LIST
+// (Search, counted once however many pages of 1,000 names it takes, and
+// each page of a flat listing). On other stores they are the same calls:
+// a file read, a stat, a directory listing.
+type Kinds struct {
+	GET       int64 `json:"GET"`
+	RangedGET int64 `json:"ranged_GET"`
+	HEAD      int64 `json:"HEAD"`
+	LIST      int64 `json:"LIST"`
+}
+
+// Total is the sum of every kind.
+func (k Kinds) Total() int64 { return k.GET + k.RangedGET + k.HEAD + k.LIST }
+
 // Snapshot reads the counters now.
 func (s *Store) Snapshot() StoreSnapshot {
 	st := StoreSnapshot{
-		Get:    s.get.snapshot(),
-		ReadAt: s.readAt.snapshot(),
-		Size:   s.size.snapshot(),
-		Stat:   s.stat.snapshot(),
-		Search: s.search.snapshot(),
+		Get:      s.get.snapshot(),
+		ReadAt:   s.readAt.snapshot(),
+		Size:     s.size.snapshot(),
+		Stat:     s.stat.snapshot(),
+		Search:   s.search.snapshot(),
+		ListFlat: s.flat.snapshot(),
 	}
 	st.InFlight = s.inFlight.Load()
 	st.Search.Entries, st.Search.Bytes = st.Search.Bytes, 0
+	st.ListFlat.Entries, st.ListFlat.Bytes = st.ListFlat.Bytes, 0
+	st.Requests = Kinds{
+		GET:       st.Get.Requests,
+		RangedGET: st.ReadAt.Requests,
+		HEAD:      st.Size.Requests + st.Stat.Requests,
+		LIST:      st.Search.Requests + st.ListFlat.Requests,
+	}
 	if p, ok := zmap.As[pacer](s.Store); ok {
 		ps := &PacingSnapshot{Throttled: p.Throttled()}
 		ps.RequestLimit, ps.LowestRequestLimit = p.RequestLimit()
