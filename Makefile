@@ -10,9 +10,16 @@ SBINDIR ?= /sbin
 # --version shows this, the module version and the commit.
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null)
 # -buildvcs=auto overrides a GOFLAGS=-buildvcs=false, so that Go records the commit.
-GOBUILD  = $(GO) build -buildvcs=auto -ldflags "-X main.version=$(VERSION)"
+# CGO_ENABLED=0: the code is pure Go, so the binary is static and runs on any
+# Linux of its architecture, and in a FROM scratch image (Containerfile).
+GOBUILD  = CGO_ENABLED=0 $(GO) build -buildvcs=auto -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
+# make dist: one archive per target, with SHA-256 sums, in $(DIST).
+DIST      ?= dist
+PLATFORMS ?= linux/amd64 linux/arm64
+# make image: the container image of the Containerfile, built with podman or buildah.
+IMAGE     ?= localhost/nczarrfs:$(VERSION)
 
-.PHONY: all build deps demo test vet fuzz clean install uninstall
+.PHONY: all build deps demo test vet fuzz clean install uninstall dist image
 
 all: build
 
@@ -21,10 +28,44 @@ build:
 
 # The binary in $(PREFIX)/bin, and the link mount(8) runs for
 # "mount -t fuse.nczarrfs" and fstab entries (docs/install.md).
+# A user who cannot write $(SBINDIR) (not root) gets the binary and is told
+# the command that adds the link, instead of a failure.
 install: build
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/nczarrfs
-	install -d $(DESTDIR)$(SBINDIR)
-	ln -sfn $(PREFIX)/bin/nczarrfs $(DESTDIR)$(SBINDIR)/mount.fuse.nczarrfs
+	@if install -d $(DESTDIR)$(SBINDIR) 2>/dev/null && test -w $(DESTDIR)$(SBINDIR); then \
+		echo "ln -sfn $(PREFIX)/bin/nczarrfs $(DESTDIR)$(SBINDIR)/mount.fuse.nczarrfs"; \
+		ln -sfn $(PREFIX)/bin/nczarrfs $(DESTDIR)$(SBINDIR)/mount.fuse.nczarrfs; \
+	else \
+		echo "installed $(DESTDIR)$(PREFIX)/bin/nczarrfs; $(DESTDIR)$(SBINDIR) is not writable, so the mount(8) helper is not linked."; \
+		echo "nczarrfs mount works as it is; for mount -t fuse.nczarrfs and /etc/fstab, as root:"; \
+		echo "  ln -sfn $(PREFIX)/bin/nczarrfs $(SBINDIR)/mount.fuse.nczarrfs"; \
+	fi
+
+# Release archives: nczarrfs-$(VERSION)-linux-ARCH.tar.gz, each with the
+# static binary, README.md and docs/install.md, and SHA256SUMS beside them.
+dist:
+	rm -rf $(DIST) && mkdir -p $(DIST)
+	set -e; for p in $(PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; name=nczarrfs-$(VERSION)-$$os-$$arch; \
+		mkdir -p $(DIST)/$$name; \
+		GOOS=$$os GOARCH=$$arch $(GOBUILD) -o $(DIST)/$$name/nczarrfs ./cmd/nczarrfs; \
+		cp README.md docs/install.md $(DIST)/$$name/; \
+		tar -C $(DIST) --owner=0 --group=0 --sort=name -czf $(DIST)/$$name.tar.gz $$name; \
+		rm -rf $(DIST)/$$name; \
+	done
+	cd $(DIST) && sha256sum *.tar.gz > SHA256SUMS && cat SHA256SUMS
+
+# The image: the static binary and CA certificates on scratch. The
+# Containerfile copies both from bin/: the binary of make build and this
+# machine's CA bundle (package ca-certificates), so that nothing is pulled.
+CA_BUNDLE ?= /etc/ssl/certs/ca-certificates.crt
+image: build
+	install -m 0644 $(CA_BUNDLE) bin/ca-certificates.crt
+	@if command -v podman >/dev/null; then tool=podman; \
+	elif command -v buildah >/dev/null; then tool=buildah; \
+	else echo "make image needs podman or buildah (apt-get install buildah)" >&2; exit 1; fi; \
+	echo "$$tool build -t $(IMAGE) -f Containerfile ."; \
+	$$tool build $(IMAGE_FLAGS) -t $(IMAGE) -f Containerfile .
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/nczarrfs $(DESTDIR)$(SBINDIR)/mount.fuse.nczarrfs
@@ -78,4 +119,4 @@ bench:
 	bench/run.sh
 
 clean:
-	rm -rf bin
+	rm -rf bin $(DIST)

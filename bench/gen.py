@@ -38,6 +38,7 @@ QUICK = os.environ.get("BENCH_QUICK", "") not in ("", "0")
 
 T, Y, X = (32 if QUICK else 256), 512, 512
 N_ARRAYS = 100 if QUICK else 1000
+N_ARRAYS_LARGE = 1000 if QUICK else 10000
 MANY_CHUNKS = (800, 800) if QUICK else (3200, 2000)
 BIG_T = 512 if QUICK else 4096
 CHUNKS = (4, 256, 256)
@@ -99,12 +100,16 @@ def gen_big(path):
         a[t0:t0 + step] = np.broadcast_to(ramp + t0, (step, Y, X))
 
 
-def gen_meta(path, consolidated):
+def gen_meta(path, consolidated, n=N_ARRAYS, dims=False):
+    """n arrays of 10 int32; with dims, each has xarray's _ARRAY_DIMENSIONS
+    (one dimension "x" for all), which xarray.open_zarr needs."""
     store = zarr.DirectoryStore(path)
     g = zarr.open_group(store, mode="w")
-    for i in range(N_ARRAYS):
+    for i in range(n):
         a = g.create_dataset(f"v{i:04d}", shape=(10,), chunks=(10,), dtype="<i4")
         a[:] = np.arange(i, i + 10, dtype="<i4")
+        if dims:
+            a.attrs["_ARRAY_DIMENSIONS"] = ["x"]
     if consolidated:
         zarr.consolidate_metadata(store)
 
@@ -125,6 +130,9 @@ def main():
         "manyarrays.zarr": lambda p: gen_meta(p, False),
         "manyarraysc.zarr": lambda p: gen_meta(p, True),
         "manychunks.zarr": gen_many_chunks,
+        "manyarrays10k.zarr": lambda p: gen_meta(p, False, N_ARRAYS_LARGE),
+        "xarrays.zarr": lambda p: gen_meta(p, False, dims=True),
+        "xarraysc.zarr": lambda p: gen_meta(p, True, dims=True),
     }
     for name in sys.argv[2:]:
         ensure(out, name, makers)

@@ -19,8 +19,11 @@ minutes: small datasets (bench/gen.py) kept in bench-quick/, one run of
 each, no 4 GiB memory measurement, and the docs file left alone.
 
 Environment: MINIO_BIN (default $NCZARRFS_CACHE/bin/minio), BENCH_RUNS,
-BENCH_QUICK, BENCH_ONLY (some of throughput,slice,preview,readers,memory,metadata;
-the docs file is then left alone), NCZARRFS_CACHE.
+BENCH_QUICK, BENCH_ONLY (some of throughput,slice,preview,readers,memory,
+metadata,distant; the docs file is then left alone), NCZARRFS_CACHE.
+BENCH_ONLY=distant runs the distant S3 table alone: MinIO behind
+internal/cmd/netem at a 20 ms round trip, with rclone mount beside it where
+rclone is installed.
 """
 
 import argparse
@@ -260,6 +263,7 @@ class Bench:
         self.minio_bin = os.environ.get("MINIO_BIN") or os.path.join(cache, "bin", "minio")
         self.rows = []    # throughput table
         self.others = []  # further targets
+        self.far = []     # the distant S3 table
 
     def gen(self, *names):
         subprocess.run([PY, os.path.join(HERE, "gen.py"), self.dir, *names], check=True)
@@ -267,16 +271,27 @@ class Bench:
 
     def run(self, prepare_only=False):
         """Writes and uploads what is missing, then (unless prepare_only) measures."""
-        arrays, arrays_zip = self.gen("arrays.zarr", "arrays.zip")
-        meta = self.gen("manyarrays.zarr", "manyarraysc.zarr", "manychunks.zarr")
-        (big,) = self.gen("big.zarr")
+        meta = self.gen("manyarrays.zarr", "manyarraysc.zarr", "manychunks.zarr", "manyarrays10k.zarr",
+                        "xarrays.zarr", "xarraysc.zarr")
+        # The distant table alone needs only the metadata datasets.
+        reads = prepare_only or any(self.wants(p) for p in ["throughput", "slice", "preview", "readers", "memory"])
+        if reads:
+            arrays, arrays_zip = self.gen("arrays.zarr", "arrays.zip")
+            (big,) = self.gen("big.zarr")
         with MinIO(self.minio_bin, os.path.join(self.dir, "minio")) as s3:
             self.s3 = s3
-            for local in [arrays, *meta]:
+            for local in ([arrays] if reads else []) + meta:
                 s3.ensure(local, os.path.basename(local))
             if prepare_only:
                 return
             self.load = [os.getloadavg()[0]]
+            if not reads:
+                if self.wants("metadata"):
+                    self.metadata()
+                if self.wants("distant"):
+                    self.distant()
+                self.load.append(os.getloadavg()[0])
+                return
             sources = [
                 ("directory", arrays, "dir", arrays),
                 ("zip", arrays_zip, "zip", arrays_zip),
@@ -301,11 +316,13 @@ class Bench:
                 self.memory(big)
             if self.wants("metadata"):
                 self.metadata()
+            if self.wants("distant"):
+                self.distant()
             self.load.append(os.getloadavg()[0])
 
     def wants(self, part):
         """Whether BENCH_ONLY (a comma-separated list of throughput, slice,
-        preview, readers, memory, metadata; default all) names part."""
+        preview, readers, memory, metadata, distant; default all) names part."""
         only = os.environ.get("BENCH_ONLY", "")
         return not only or part in only.split(",")
 
@@ -528,6 +545,145 @@ class Bench:
                             mark(median(first) < 0.1, "< 100 ms")])
 
 
+    # Browsing MinIO through internal/cmd/netem: a 20 ms round trip.
+
+    def distant(self):
+        """The distant S3 table: browsing, mounting and reading the metadata
+        datasets through a proxy that delays each direction by 10 ms."""
+        netem = os.path.join(os.path.dirname(os.path.abspath(self.bin)), "netem")
+        if not os.path.exists(netem):
+            subprocess.run(["go", "build", "-o", netem, "./internal/cmd/netem"], check=True,
+                           cwd=os.path.dirname(HERE))
+        proxy = subprocess.Popen([netem, "-target", self.s3.addr, "-delay", "10ms"],
+                                 stdout=subprocess.PIPE, preexec_fn=die_with_parent)
+        try:
+            addr = proxy.stdout.readline().decode().strip()
+            self.far_env = {**self.s3.env, "AWS_ENDPOINT_URL": f"http://{addr}"}
+            self.far_src = lambda prefix: f"http://{addr}/{BUCKET}/{prefix}#mode=zarr,s3"
+            self.distant_rows()
+            self.rclone_rows(addr)
+        finally:
+            proxy.terminate()
+            proxy.wait()
+
+    def far_mount(self, prefix, flags=()):
+        return Mount(self.bin, self.far_src(prefix), env=self.far_env, flags=flags)
+
+    @staticmethod
+    def requests(m):
+        with open(m.path(".nczarrfs", "stats")) as f:
+            r = json.load(f)["store"]["requests"]
+        return r
+
+    @staticmethod
+    def fmt_requests(before, after):
+        d = {k: after[k] - before[k] for k in after}
+        parts = [f"{v} {k.replace('_', ' ')}" for k, v in d.items() if v]
+        return ", ".join(parts) or "no request"
+
+    def far_op(self, m, cmd):
+        """Runs cmd in mount m: (seconds, the requests it made)."""
+        before = self.requests(m)
+        wall = timed(cmd)
+        return wall, self.fmt_requests(before, self.requests(m))
+
+    def far_row(self, what, runs, target, limit, note=""):
+        """Adds a row from runs, a list of (seconds, requests)."""
+        wall = median([r[0] for r in runs])
+        self.far.append([what, f"{wall:.2f} s", runs[-1][1] + (f"; {note}" if note else ""),
+                         mark(wall <= limit, target)])
+
+    def distant_rows(self):
+        n = min(self.runs, 3)
+        for prefix, what in [("manyarrays.zarr", "without"), ("manyarraysc.zarr", "with")]:
+            ls_l, mount, lsr1, lsr2 = [], [], [], []
+            for _ in range(n):
+                with self.far_mount(prefix) as m:
+                    mount.append((m.ready, self.fmt_requests({k: 0 for k in self.requests(m)}, self.requests(m))))
+                    ls_l.append(self.far_op(m, ["ls", "-l", m.dir]))
+                    lsr1.append(self.far_op(m, ["ls", "-lR", m.dir]))
+                    lsr2.append(self.far_op(m, ["ls", "-lR", m.dir]))
+            self.far_row(f"mount of the 1,000-array group, {what} .zmetadata", mount, "-", math.inf)
+            self.far_row(f"ls -l of its root, {what} .zmetadata", ls_l, "≤ 0.3 s", 0.3)
+            self.far_row(f"ls -lR of it, {what} .zmetadata", lsr1, "≤ 3 s", 3)
+            self.far_row(f"ls -lR again, {what} .zmetadata", lsr2, "≤ 0.5 s", 0.5)
+            hdr = []
+            for _ in range(n):
+                start = time.perf_counter()
+                subprocess.run([self.bin, "header", self.far_src(prefix)], env={**os.environ, **self.far_env},
+                               stdout=subprocess.DEVNULL, check=True)
+                hdr.append((time.perf_counter() - start, "no mount"))
+            limit = 0.5 if what == "with" else 3
+            self.far_row(f"nczarrfs header of it, {what} .zmetadata", hdr, f"≤ {limit} s", limit)
+            # The same group with xarray's _ARRAY_DIMENSIONS, which
+            # open_zarr needs; the time includes the mount's.
+            xr = []
+            for _ in range(n):
+                start = time.perf_counter()
+                with self.far_mount(prefix.replace("manyarrays", "xarrays")) as m:
+                    subprocess.run([PY, "-W", "ignore", "-c", f"import xarray; xarray.open_zarr({m.dir!r})"],
+                                   stdout=subprocess.DEVNULL, check=True)
+                    xr.append((time.perf_counter() - start,
+                               "mount and open: " + self.fmt_requests({k: 0 for k in self.requests(m)}, self.requests(m))))
+            self.far_row(f"mount and xarray.open_zarr of the 1,000-array group, {what} .zmetadata "
+                         "(with _ARRAY_DIMENSIONS)", xr, "≤ 5 s", 5)
+        mount, ls_l = [], []
+        for _ in range(n):
+            with self.far_mount("manyarrays10k.zarr") as m:
+                mount.append((m.ready, self.fmt_requests({k: 0 for k in self.requests(m)}, self.requests(m))))
+                ls_l.append(self.far_op(m, ["ls", "-l", m.dir]))
+        self.far_row("mount of a 10,000-array group without .zmetadata", mount, "≤ 1 s", 1)
+        self.far_row("ls -l of its root", ls_l, "≤ 3 s", 3)
+        ls1, ls2, first, mount = [], [], [], []
+        for _ in range(n):
+            with self.far_mount("manychunks.zarr") as m:
+                mount.append((m.ready, self.fmt_requests({k: 0 for k in self.requests(m)}, self.requests(m))))
+                before = self.requests(m)
+                start = time.perf_counter()
+                with open(m.path("a", "data"), "rb", buffering=0) as f:
+                    if len(f.read(1)) != 1:
+                        raise RuntimeError("no first byte")
+                first.append((time.perf_counter() - start, self.fmt_requests(before, self.requests(m))))
+            with self.far_mount("manychunks.zarr") as m:
+                ls1.append(self.far_op(m, ["ls", m.path("a")]))
+                ls2.append(self.far_op(m, ["ls", m.path("a")]))
+        self.far_row("mount of the 100,000-chunk array (its keys listed flat)", mount, "-", math.inf)
+        self.far_row("first byte of its data", first, "≤ 60 ms", 0.06)
+        self.far_row("ls of the 100,000-chunk array, after the mount", ls1, "≤ 4 s", 4)
+        self.far_row("ls of it again", ls2, "≤ 0.3 s", 0.3)
+
+    def rclone_rows(self, addr):
+        """rclone mount of the same bucket beside it, where rclone is installed."""
+        import shutil
+        if not shutil.which("rclone"):
+            self.far.append(["rclone mount", "-", "rclone is not installed", "-"])
+            return
+        env = {**os.environ, "RCLONE_CONFIG_FAR_TYPE": "s3", "RCLONE_CONFIG_FAR_PROVIDER": "Minio",
+               "RCLONE_CONFIG_FAR_ACCESS_KEY_ID": S3_USER, "RCLONE_CONFIG_FAR_SECRET_ACCESS_KEY": S3_PASSWORD,
+               "RCLONE_CONFIG_FAR_ENDPOINT": f"http://{addr}", "RCLONE_CONFIG_FAR_REGION": S3_REGION}
+        env.pop("AWS_CA_BUNDLE", None)  # rclone refuses to start with it set
+        for prefix, what in [("manyarrays.zarr", "ls -l of the 1,000-array group"),
+                             ("manychunks.zarr/a", "ls of the 100,000-chunk array")]:
+            d = tempfile.mkdtemp(prefix="rclone-bench-")
+            proc = subprocess.Popen(["rclone", "mount", "--read-only", "--dir-cache-time", "1h",
+                                     f"far:{BUCKET}/{prefix}", d], env=env,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                    preexec_fn=die_with_parent)
+            try:
+                deadline = time.monotonic() + 30
+                while not os.path.ismount(d):
+                    if proc.poll() is not None or time.monotonic() > deadline:
+                        raise RuntimeError("rclone mount did not come up")
+                    time.sleep(0.01)
+                cmd = ["ls", "-l", d] if "group" in what else ["ls", d]
+                first, again = timed(cmd), timed(cmd)
+                self.far.append([f"rclone mount: {what}", f"{first:.2f} s, again {again:.2f} s",
+                                 "--dir-cache-time 1h, raw objects", "-"])
+            finally:
+                subprocess.run(["fusermount3", "-u", d], stderr=subprocess.DEVNULL)
+                proc.wait(20)
+                os.rmdir(d)
+
     def ls(self, src, flags=(), drop=True):
         """ls of the array directory "a" on a fresh mount of src, cold unless
         not drop: (seconds, entries listed, why it failed or "")."""
@@ -573,10 +729,16 @@ def report(b, seconds):
     mode = "BENCH_QUICK=1, one run each" if b.quick else f"median of {b.runs} alternating runs"
     if os.environ.get("BENCH_ONLY"):
         mode += f", BENCH_ONLY={os.environ['BENCH_ONLY']}"
-    return "\n".join([
+    head = [
         f"Measured on {machine()}; {mode}; every run cold (page cache dropped first); "
         f"the benchmark took {seconds / 60:.1f} min; load average (1 min) "
         f"{b.load[0]:.1f} at the start and {b.load[1]:.1f} at the end, on {os.cpu_count()} CPUs.",
+    ]
+    if not b.rows and not b.others:
+        return "\n".join(head + ["", "Distant S3: MinIO behind internal/cmd/netem, 10 ms each way (a 20 ms "
+                                 "round trip), MinIO's files in the page cache; requests from .nczarrfs/stats:",
+                                 "", table(["operation", "nczarrfs", "requests", "target"], b.far)])
+    return "\n".join(head + [
         "",
         f"Reading a whole {b.array_bytes // MiB} MiB float32 array ({b.shape}, chunks 4×256×256, "
         "11 mantissa bits kept), MiB/s:",
@@ -588,7 +750,13 @@ def report(b, seconds):
         "Further targets:",
         "",
         table(["measure", "nczarrfs", "for comparison", "target"], b.others),
-    ])
+    ] + ([
+        "",
+        "Distant S3: MinIO behind internal/cmd/netem, 10 ms each way (a 20 ms round trip), "
+        "MinIO's files in the page cache; requests from .nczarrfs/stats:",
+        "",
+        table(["operation", "nczarrfs", "requests", "target"], b.far),
+    ] if b.far else []))
 
 
 def update_docs(path, text):

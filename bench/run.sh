@@ -14,4 +14,5 @@ export MINIO_BIN
 # Binaries of their own, so that a make build meanwhile does not swap them.
 go build -o bin/bench/nczarrfs ./cmd/nczarrfs
 go build -o bin/bench/inproc ./bench/inproc
+go build -o bin/bench/netem ./internal/cmd/netem
 exec /usr/bin/python3 bench/run.py bin/bench/nczarrfs bin/bench/inproc --docs docs/performance.md "$@"

@@ -24,6 +24,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 )
 
 // entryOverhead is what an entry costs beyond its value's bytes, so that
@@ -55,8 +56,9 @@ type Cache struct {
 	loads   map[string]*load         // GUARDED_BY(mu): loads in flight
 	free    [][]byte                 // GUARDED_BY(mu): unreferenced buffers to recycle
 
-	hits, misses, recycled, evictions, prefetched int64 // GUARDED_BY(mu)
-	prefetchHits, loadedBytes                     int64 // GUARDED_BY(mu)
+	hits, misses, recycled, evictions, prefetched int64         // GUARDED_BY(mu)
+	prefetchHits, loadedBytes                     int64         // GUARDED_BY(mu)
+	loadTime                                      time.Duration // GUARDED_BY(mu)
 }
 
 // entry is one loaded value. Every field is GUARDED_BY(Cache.mu).
@@ -269,8 +271,11 @@ func (c *Cache) acquireTry(ctx context.Context, key string, fn func(context.Cont
 
 func (c *Cache) run(ctx context.Context, l *load, fn func(context.Context, Alloc) ([]byte, error)) {
 	ctx = context.WithValue(ctx, loadKey{}, l)
+	start := time.Now()
 	value, err := fn(ctx, func(n int) []byte { return c.alloc(l, n) })
+	took := time.Since(start)
 	c.mu.Lock()
+	c.loadTime += took
 	delete(c.loads, l.e.key)
 	c.used -= l.reserved
 	l.e.value, l.err = value, err
@@ -464,6 +469,9 @@ type Stats struct {
 	// LoadedBytes is the size of every value loaded, decoded chunks for
 	// nczarr.
 	LoadedBytes int64
+	// LoadTime sums the time loads took, failed ones too: for nczarr,
+	// fetching chunks from the store and decoding them.
+	LoadTime time.Duration
 }
 
 // Stats returns a snapshot of the cache's counters.
@@ -476,5 +484,5 @@ func (c *Cache) Stats() Stats {
 	}
 	return Stats{Entries: c.lru.Len(), Bytes: bytes, Budget: c.budget, Hits: c.hits, Misses: c.misses,
 		Recycled: c.recycled, Free: len(c.free), Evictions: c.evictions, Prefetched: c.prefetched,
-		PrefetchHits: c.prefetchHits, LoadedBytes: c.loadedBytes}
+		PrefetchHits: c.prefetchHits, LoadedBytes: c.loadedBytes, LoadTime: c.loadTime}
 }

@@ -30,7 +30,7 @@ func arrayEntry(a *nczarr.Array) fuse.DirEntry {
 // chunk (once: the array keeps the document); a chunk that cannot be read
 // fails the lookup with its errno.
 func (d *dir) lookupDataJSON(ctx context.Context, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	n := &dataJSON{t: d.t, array: d.array}
+	n := &dataJSON{t: d.t, array: d.arrayOf()}
 	if errno := n.attr(ctx, &out.Attr); errno != 0 {
 		return nil, errno
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/nczarrfs/nczarrfs/internal/stats"
 	"github.com/nczarrfs/nczarrfs/nczarr"
 	"github.com/nczarrfs/nczarrfs/zmap"
+	"github.com/nczarrfs/nczarrfs/zmap/listcache"
 )
 
 // DataName is the synthesized file in every array directory.
@@ -37,9 +38,15 @@ type Options struct {
 	FsName     string // shown as the mount's source in /proc/mounts
 	Debug      bool   // log every FUSE request
 	AllowOther bool
-	// CacheTimeout is how long the kernel may keep entries and attributes.
-	// The store is treated as immutable, so long is right. 0 means 1 hour.
+	// CacheTimeout is how long the kernel may keep entries, attributes
+	// and the answers that a name does not exist: the mount's
+	// --metadata-ttl, so that the kernel forgets what the kept listings
+	// forget. 0 means 1 hour; a negative one keeps nothing.
 	CacheTimeout time.Duration
+	// Listings keeps the store's listings (zmap/listcache). Nil means
+	// the store given, when it is or wraps one, else one that keeps
+	// them for ever (the store is then treated as immutable).
+	Listings *listcache.Store
 	// Stats holds the counters shown in .nczarrfs; nil counts errors only.
 	Stats *stats.Mount
 	// Name is the dataset's name on the first line of header.cdl, as
@@ -72,6 +79,10 @@ type Options struct {
 	// doing. For an S3 store it is --s3-timeout plus a margin, so that
 	// one store operation fits in it; 0 means no bound.
 	RequestTimeout time.Duration
+	// DirectMount mounts with mount(2) instead of through fusermount3,
+	// falling back to fusermount3 if that fails: for root where
+	// fusermount3 is not installed (a container image).
+	DirectMount bool
 }
 
 // readSize is the largest READ the kernel sends (MaxWrite) and the I/O
@@ -83,15 +94,19 @@ const readSize = 1 << 20
 type tree struct {
 	ds    *nczarr.Dataset
 	store zmap.Store
-	rep   *reporter
-	uid   uint32
-	gid   uint32
-	umask uint32
-	name  string // of the dataset, in header.cdl
-	stats *stats.Mount
-	times modTimes   // of directories (times.go)
-	xattr xattrCache // of groups and arrays (xattr.go)
-	files sync.Map   // array path -> *arrayFiles (synth.go)
+	lc    *listcache.Store // the store, keeping its listings
+	// remote: a request costs a round trip (S3); times not known from
+	// a listing are then not asked for (times.go).
+	remote bool
+	rep    *reporter
+	uid    uint32
+	gid    uint32
+	umask  uint32
+	name   string // of the dataset, in header.cdl
+	stats  *stats.Mount
+	times  modTimes   // of directories (times.go)
+	xattr  xattrCache // of groups and arrays (xattr.go)
+	files  sync.Map   // array path -> *arrayFiles (synth.go)
 	// direct opens data files with FOPEN_DIRECT_IO; Mount sets it once
 	// the kernel has said it maps such files (Options.PageCache).
 	direct atomic.Bool
@@ -121,9 +136,19 @@ func newTree(ds *nczarr.Dataset, store zmap.Store, opts Options) *tree {
 	if log == nil {
 		log = slog.Default()
 	}
+	lc := opts.Listings
+	if lc == nil {
+		var ok bool
+		if lc, ok = zmap.As[*listcache.Store](store); !ok {
+			lc = listcache.New(store, listcache.Options{TTL: listcache.Forever, Logger: log})
+		}
+	}
+	remote, _ := zmap.As[interface{ Remote() bool }](store)
 	t := &tree{
 		ds:      ds,
-		store:   store,
+		store:   lc,
+		lc:      lc,
+		remote:  remote != nil && remote.Remote(),
 		rep:     &reporter{log: log, seen: map[string]bool{}},
 		uid:     uint32(os.Getuid()),
 		gid:     uint32(os.Getgid()),
@@ -150,8 +175,11 @@ func newTree(ds *nczarr.Dataset, store zmap.Store, opts Options) *tree {
 // server; the caller waits on it and unmounts it.
 func Mount(mountpoint string, ds *nczarr.Dataset, store zmap.Store, opts Options) (*fuse.Server, error) {
 	timeout := opts.CacheTimeout
-	if timeout == 0 {
+	switch {
+	case timeout == 0:
 		timeout = time.Hour
+	case timeout < 0:
+		timeout = 0
 	}
 	fsOpts := &fs.Options{
 		EntryTimeout:    &timeout,
@@ -176,6 +204,7 @@ func Mount(mountpoint string, ds *nczarr.Dataset, store zmap.Store, opts Options
 			// the largest pipe (fs.pipe-max-size), logged a warning
 			// for every READ.
 			DisableSplice: true,
+			DirectMount:   opts.DirectMount,
 		},
 	}
 	t := newTree(ds, store, opts)
@@ -243,31 +272,49 @@ type dir struct {
 	attrNode // the group's or array's attributes
 	t        *tree
 	key      string
-	array    *nczarr.Array // nil unless this is an array
 
-	// listing is the last Search of key, kept so that the lookups that
-	// follow a readdir (ls -l) cost no store request: on S3 each would be
-	// a HEAD. The store is immutable while mounted.
-	mu      sync.Mutex
-	listing map[string]zmap.Entry // GUARDED_BY(mu); nil until Readdir
+	// array is the array at key, nil if none; read when first needed
+	// (arrayOf), so that a stat of the folder reads no metadata.
+	arrayOnce sync.Once
+	array     *nczarr.Array
+
+	mu sync.Mutex
+	// cachedAt is the time of the kept listing the kernel may hold in
+	// its cache of this folder's entries (OpendirHandle); zero when it
+	// holds none.
+	cachedAt time.Time // GUARDED_BY(mu)
 }
 
 var (
-	_ fs.NodeLookuper   = (*dir)(nil)
-	_ fs.NodeReaddirer  = (*dir)(nil)
-	_ fs.NodeGetattrer  = (*dir)(nil)
-	_ fs.NodeGetxattrer = (*dir)(nil)
+	_ fs.NodeLookuper       = (*dir)(nil)
+	_ fs.NodeReaddirer      = (*dir)(nil)
+	_ fs.NodeOpendirHandler = (*dir)(nil)
+	_ fs.NodeGetattrer      = (*dir)(nil)
+	_ fs.NodeGetxattrer     = (*dir)(nil)
 )
 
 // newDirNode returns the node of the directory key.
 func (t *tree) newDirNode(key string) *dir {
-	return &dir{t: t, key: key, array: t.ds.Array(key), attrNode: t.attrNode(key)}
+	return &dir{t: t, key: key, attrNode: t.attrNode(key)}
+}
+
+// arrayOf returns the array at d's key, or nil.
+func (d *dir) arrayOf() *nczarr.Array {
+	d.arrayOnce.Do(func() { d.array = d.t.ds.Array(d.key) })
+	return d.array
+}
+
+// named reports whether key is a group or array of the dataset, reading
+// none of its metadata.
+func (t *tree) named(key string) bool {
+	a, g := t.ds.Has(key)
+	return a || g
 }
 
 // attrNode returns the extended attributes of the directory key: those
 // of its group or array, none for other prefixes.
 func (t *tree) attrNode(key string) attrNode {
-	return attrNode{xt: t, xpath: key, has: t.ds.Group(key) != nil || t.ds.Array(key) != nil}
+	return attrNode{xt: t, xpath: key, has: t.named(key)}
 }
 
 func (d *dir) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
@@ -282,35 +329,45 @@ func (d *dir) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) 
 func (d *dir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	ctx, cancel := d.t.bound(ctx)
 	defer cancel()
+	if errno := d.ready(ctx); errno != 0 {
+		return nil, errno
+	}
 	if in, errno, ok := d.lookupSynth(ctx, name, out); ok {
 		return in, errno
 	}
-	if d.array != nil && d.array.Objects() {
+	if a := d.arrayOf(); a != nil && a.Objects() {
 		if name == DataJSONName {
 			return d.lookupDataJSON(ctx, out)
 		}
-	} else if d.array != nil && name == DataName {
-		n := &data{t: d.t, array: d.array, attrNode: d.attrNode}
+	} else if a != nil && name == DataName {
+		n := &data{t: d.t, array: a, attrNode: d.attrNode}
 		n.attr(ctx, &out.Attr)
 		return d.NewInode(ctx, n, fs.StableAttr{Mode: fuse.S_IFREG, Ino: out.Ino}), 0
 	}
 	key := zmap.Join(d.key, name)
-	if d.t.ds.Group(key) != nil || d.t.ds.Array(key) != nil {
+	if d.t.named(key) {
 		return d.newDir(ctx, key, out), 0
 	}
-	d.mu.Lock()
-	listing := d.listing
-	d.mu.Unlock()
-	if listing != nil {
-		e, ok := listing[name]
-		switch {
-		case !ok:
-			return nil, syscall.ENOENT
-		case e.Dir:
-			return d.newDir(ctx, key, out), 0
-		default:
-			return d.newObject(ctx, key, e, out), 0
+	if d.t.lc.TTL() > 0 {
+		// On S3 the folder is listed once (and again after the TTL),
+		// and every name in it answered from that listing: a lookup
+		// costs no request, one that fails neither. A local folder is
+		// not listed for a lookup, but a kept listing answers.
+		e, known, err := d.t.listed(ctx, d.key, name, d.t.remote)
+		if err != nil {
+			return nil, d.t.rep.errno("lookup", key, err)
 		}
+		switch {
+		case !known:
+		case e == nil:
+			return nil, syscall.ENOENT
+		case !e.Dir:
+			return d.newObject(ctx, key, *e, out), 0
+		case d.t.remote:
+			return d.newDir(ctx, key, out), 0
+		}
+		// A local folder entry may be a link out of the dataset
+		// (zmap/file lists it as a folder): Stat refuses it.
 	}
 	e, err := d.t.store.Stat(ctx, key)
 	if err == nil {
@@ -330,6 +387,28 @@ func (d *dir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.
 	return d.newDir(ctx, key, out), 0
 }
 
+// listed looks name up in the kept listing of the folder dir, listing it
+// first (with list) when it is not kept: e is nil when the listing does
+// not hold name; known is false when no listing is kept.
+func (t *tree) listed(ctx context.Context, dir, name string, list bool) (e *zmap.Entry, known bool, err error) {
+	key := zmap.Join(dir, name)
+	for range 2 {
+		if entry, ok := t.lc.Cached(key); ok {
+			return &entry, true, nil
+		}
+		if t.lc.Listed(dir) {
+			return nil, true, nil
+		}
+		if !list {
+			break
+		}
+		if _, err := t.lc.Search(ctx, dir); err != nil {
+			return nil, false, err
+		}
+	}
+	return nil, false, nil
+}
+
 func (d *dir) newDir(ctx context.Context, key string, out *fuse.EntryOut) *fs.Inode {
 	n := d.t.newDirNode(key)
 	d.t.fill(&out.Attr, fuse.S_IFDIR|0o555, 0, ino('d', key))
@@ -344,9 +423,21 @@ func (d *dir) newObject(ctx context.Context, key string, e zmap.Entry, out *fuse
 	return d.NewInode(ctx, n, fs.StableAttr{Mode: fuse.S_IFREG, Ino: out.Ino})
 }
 
+// ready waits, within ctx, for what the dataset must read before it can
+// say what is in d (a lazily read group's arrays, nczarr.Dataset.Ready).
+func (d *dir) ready(ctx context.Context) syscall.Errno {
+	if err := d.t.ds.Ready(ctx, d.key); err != nil {
+		return d.t.rep.errno("lookup", d.key, err)
+	}
+	return 0
+}
+
 func (d *dir) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 	ctx, cancel := d.t.bound(ctx)
 	defer cancel()
+	if errno := d.ready(ctx); errno != 0 {
+		return nil, errno
+	}
 	entries, err := d.t.store.Search(ctx, d.key)
 	if err != nil {
 		return nil, d.t.rep.errno("readdir", d.key, err)
@@ -355,12 +446,9 @@ func (d *dir) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 	for _, e := range entries {
 		listing[e.Name] = e
 	}
-	d.mu.Lock()
-	d.listing = listing
-	d.mu.Unlock()
 	list := make([]fuse.DirEntry, 0, len(entries)+1)
-	if d.array != nil {
-		list = append(list, arrayEntry(d.array))
+	if a := d.arrayOf(); a != nil {
+		list = append(list, arrayEntry(a))
 	}
 	for _, e := range entries {
 		key := zmap.Join(d.key, e.Name)
@@ -371,6 +459,91 @@ func (d *dir) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 		}
 	}
 	return fs.NewListDirStream(d.appendSynth(list, listing)), 0
+}
+
+// OpendirHandle lets the kernel keep the folder's entries in its cache
+// (FOPEN_CACHE_DIR) for as long as the kept listing they came from: a
+// second ls of 100,000 chunks is then answered by the kernel. When the
+// listing has been made again since (after --metadata-ttl), the kernel's
+// copy is dropped and this open reads the new one.
+func (d *dir) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	h := &dirHandle{d: d}
+	if d.t.lc.TTL() <= 0 {
+		return h, 0, 0
+	}
+	ctx, cancel := d.t.bound(ctx)
+	defer cancel()
+	// Listed again if stale: the time says which listing the entries
+	// come from.
+	if _, err := d.t.lc.Search(ctx, d.key); err != nil {
+		return nil, 0, d.t.rep.errno("readdir", d.key, err)
+	}
+	at, ok := d.t.lc.ListedAt(d.key)
+	if !ok {
+		return h, 0, 0
+	}
+	d.mu.Lock()
+	old := d.cachedAt
+	d.cachedAt = at
+	d.mu.Unlock()
+	if old.IsZero() || old.Equal(at) {
+		return h, fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0
+	}
+	// Not from within the request: the kernel may hold the folder's
+	// lock while it waits for this answer.
+	go d.NotifyContent(0, 0)
+	return h, 0, 0
+}
+
+// dirHandle is an open folder: its entries, listed at the first read
+// (not at all when the kernel answers from its cache).
+type dirHandle struct {
+	d  *dir
+	ds fs.DirStream
+}
+
+var (
+	_ fs.FileReaddirenter = (*dirHandle)(nil)
+	_ fs.FileSeekdirer    = (*dirHandle)(nil)
+	_ fs.FileReleasedirer = (*dirHandle)(nil)
+)
+
+func (h *dirHandle) stream(ctx context.Context) syscall.Errno {
+	if h.ds != nil {
+		return 0
+	}
+	ds, errno := h.d.Readdir(ctx)
+	if errno == 0 {
+		h.ds = ds
+	}
+	return errno
+}
+
+func (h *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
+	if errno := h.stream(ctx); errno != 0 {
+		return nil, errno
+	}
+	if !h.ds.HasNext() {
+		return nil, 0
+	}
+	e, errno := h.ds.Next()
+	return &e, errno
+}
+
+func (h *dirHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
+	if errno := h.stream(ctx); errno != 0 {
+		return errno
+	}
+	if sd, ok := h.ds.(fs.FileSeekdirer); ok {
+		return sd.Seekdir(ctx, off)
+	}
+	return syscall.ENOTSUP
+}
+
+func (h *dirHandle) Releasedir(ctx context.Context, flags uint32) {
+	if h.ds != nil {
+		h.ds.Close()
+	}
 }
 
 // object is a stored object, served byte for byte.

@@ -94,7 +94,7 @@ func (t *tree) arrayFiles(a *nczarr.Array) *arrayFiles {
 func (d *dir) synthNames() []synthName {
 	t := d.t
 	var names []synthName
-	if a := d.array; a != nil {
+	if a := d.arrayOf(); a != nil {
 		f := t.arrayFiles(a)
 		if f.npy != nil {
 			names = append(names, synthName{NPYName, fuse.S_IFREG, ino('n', a.Path), func() synthNode {
@@ -124,9 +124,13 @@ func (d *dir) synthNames() []synthName {
 	if d.key == "" {
 		if t.ds.Group("") != nil {
 			names = append(names, synthName{HeaderName, fuse.S_IFREG, ino('h', ""), func() synthNode {
-				return t.staticFile(ino('h', ""), "", func(ctx context.Context) ([]byte, error) {
+				f := t.staticFile(ino('h', ""), "", func(ctx context.Context) ([]byte, error) {
 					return describe.CDL(ctx, t.ds, t.name)
 				})
+				// It needs every array: on a lazily read dataset it is
+				// made when opened, not at a stat (ls -l).
+				f.deferred = t.ds.Unread
+				return f
 			}})
 		}
 		names = append(names, synthName{ControlDir, fuse.S_IFDIR, ino('c', ControlDir), func() synthNode {
@@ -165,14 +169,16 @@ func (d *dir) lookupSynth(ctx context.Context, name string, out *fuse.EntryOut) 
 // stored reports whether the store has an object or a prefix named name
 // in d, from the last listing when there is one.
 func (d *dir) stored(ctx context.Context, name string) (bool, error) {
-	d.mu.Lock()
-	listing := d.listing
-	d.mu.Unlock()
-	if listing != nil {
-		_, ok := listing[name]
-		return ok, nil
-	}
 	key := zmap.Join(d.key, name)
+	if _, ok := d.t.lc.Cached(key); ok {
+		return true, nil
+	}
+	if d.t.lc.Listed(d.key) {
+		return false, nil
+	}
+	// Not listed: two requests (a HEAD and a LIST of the name) rather
+	// than a listing of a folder that may hold 100,000 chunks before the
+	// first byte of data.
 	_, err := d.t.store.Stat(ctx, key)
 	if err == nil {
 		return true, nil
@@ -207,9 +213,25 @@ type synthFile struct {
 	isLive  bool
 	content func(ctx context.Context) ([]byte, error)
 
+	// deferred, when it says so, leaves static content that is not
+	// made yet to the first open: a stat then shows size 0 for an
+	// instant (liveTimeout), and that open reads with direct I/O.
+	deferred func() bool
+
 	mu     sync.Mutex
 	cached []byte // GUARDED_BY(mu): static content once made
 	made   bool   // GUARDED_BY(mu)
+}
+
+// unsized reports whether the file's size is not known until it is made.
+func (f *synthFile) unsized() bool {
+	if f.isLive || f.deferred == nil {
+		return false
+	}
+	f.mu.Lock()
+	made := f.made
+	f.mu.Unlock()
+	return !made && f.deferred()
 }
 
 var (
@@ -224,7 +246,9 @@ func (t *tree) staticFile(ino uint64, timeKey string, content func(context.Conte
 	return &synthFile{t: t, ino: ino, timeKey: timeKey, content: content}
 }
 
-func (f *synthFile) live() bool { return f.isLive }
+// live reports content whose size may change: live content, or content
+// not made yet.
+func (f *synthFile) live() bool { return f.isLive || f.unsized() }
 
 // bytes returns the file's content now.
 func (f *synthFile) bytes(ctx context.Context) ([]byte, error) {
@@ -245,6 +269,11 @@ func (f *synthFile) bytes(ctx context.Context) ([]byte, error) {
 
 // attr fills a with the file's attributes; the size is the content's.
 func (f *synthFile) attr(ctx context.Context, a *fuse.Attr) error {
+	if f.unsized() {
+		f.t.fill(a, fuse.S_IFREG|0o444, 0, f.ino)
+		stamp(a, f.t.dirTime(ctx, f.timeKey))
+		return nil
+	}
 	b, err := f.bytes(ctx)
 	f.t.fill(a, fuse.S_IFREG|0o444, uint64(len(b)), f.ino)
 	if !f.isLive {
@@ -259,7 +288,7 @@ func (f *synthFile) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.Att
 	if err := f.attr(ctx, &out.Attr); err != nil {
 		return f.t.rep.errno("stat", f.Path(nil), err)
 	}
-	if f.isLive {
+	if f.live() {
 		out.SetTimeout(liveTimeout)
 	}
 	return 0
@@ -274,6 +303,10 @@ func (f *synthFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint
 	_, keep, errno := openReadOnly(flags)
 	if errno != 0 {
 		return nil, 0, errno
+	}
+	if f.unsized() {
+		// The kernel was told size 0: read past it, not from its cache.
+		keep = fuse.FOPEN_DIRECT_IO
 	}
 	b, err := f.bytes(ctx)
 	if err != nil {

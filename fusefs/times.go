@@ -26,6 +26,13 @@ import (
 //   - the live files in .nczarrfs have the time the mount started, when
 //     their counters started.
 //
+// A time is read from a kept listing (zmap/listcache) where one holds the
+// metadata object, with no request. On a distant store (S3) a group or
+// array whose folder is not listed has the root's time instead, until its
+// folder is listed: a stat costs no round trip. On a local store the
+// object is stat'ed. The root's time is found once, with at most one
+// request or listing of the root.
+//
 // Only when the store cannot say (an error, or a store that records no
 // times) is the mount's start used; such a time is not remembered.
 
@@ -45,7 +52,7 @@ func stamp(a *fuse.Attr, tm time.Time) {
 
 // metaNode returns the nearest group or array at or above key.
 func (t *tree) metaNode(key string) string {
-	for key != "" && t.ds.Group(key) == nil && t.ds.Array(key) == nil {
+	for key != "" && !t.named(key) {
 		key, _ = splitLast(key)
 	}
 	return key
@@ -66,7 +73,7 @@ func (t *tree) metaObject(key string) string {
 	switch {
 	case t.ds.Generation == nczarr.ZarrV3 || t.ds.Generation == nczarr.NCZarrV3:
 		return zmap.Join(key, "zarr.json")
-	case t.ds.Array(key) != nil:
+	case isArray(t.ds, key):
 		return zmap.Join(key, ".zarray")
 	}
 	return zmap.Join(key, ".zgroup")
@@ -75,6 +82,9 @@ func (t *tree) metaObject(key string) string {
 // dirTime returns the modification time of the directory key (see above).
 func (t *tree) dirTime(ctx context.Context, key string) time.Time {
 	key = t.metaNode(key)
+	if e, ok := t.lc.Cached(t.metaObject(key)); ok && !e.ModTime.IsZero() {
+		return e.ModTime
+	}
 	t.times.mu.Lock()
 	tm, ok := t.times.dirs[key]
 	t.times.mu.Unlock()
@@ -82,9 +92,12 @@ func (t *tree) dirTime(ctx context.Context, key string) time.Time {
 		return tm
 	}
 	var err error
-	if key == "" {
+	switch {
+	case key != "" && t.remote:
+		return t.dirTime(ctx, "")
+	case key == "":
 		tm, err = t.rootTime(ctx)
-	} else {
+	default:
 		var e zmap.Entry
 		e, err = t.store.Stat(ctx, t.metaObject(key))
 		tm = e.ModTime
@@ -120,4 +133,10 @@ func (t *tree) rootTime(ctx context.Context) (time.Time, error) {
 		}
 	}
 	return newest, err
+}
+
+// isArray reports whether key is an array, reading none of its metadata.
+func isArray(ds *nczarr.Dataset, key string) bool {
+	a, _ := ds.Has(key)
+	return a
 }

@@ -149,9 +149,13 @@ func (d *Dataset) Attrs(ctx context.Context, path string) ([]Attr, error) {
 		return d.attrsV3(ctx, path)
 	}
 	key := zmap.Join(path, ".zattrs")
-	data, err := d.store.Get(ctx, key)
-	if errors.Is(err, zmap.ErrNotFound) && d.Consolidated {
+	var data []byte
+	err := zmap.ErrNotFound
+	if d.Consolidated {
 		data, err = d.consolidatedObject(ctx, key)
+	}
+	if errors.Is(err, zmap.ErrNotFound) {
+		data, err = d.store.Get(ctx, key)
 	}
 	if errors.Is(err, zmap.ErrNotFound) {
 		return nil, nil
@@ -194,6 +198,12 @@ func typedAttrs(ms []member, types map[string]string, typeOf func(string) string
 
 // consolidatedObject returns one object of the root .zmetadata.
 func (d *Dataset) consolidatedObject(ctx context.Context, key string) ([]byte, error) {
+	if d.zmeta != nil {
+		if raw, ok := d.zmeta[key]; ok {
+			return raw, nil
+		}
+		return nil, fmt.Errorf("%s: %w", key, zmap.ErrNotFound)
+	}
 	data, err := d.store.Get(ctx, ".zmetadata")
 	if err != nil {
 		return nil, err
@@ -396,7 +406,7 @@ type Layout struct {
 
 // Layout reads the order of the group at path's children.
 func (d *Dataset) Layout(ctx context.Context, path string) (Layout, error) {
-	g := d.groups[path]
+	g := d.Group(path)
 	if g == nil {
 		return Layout{}, fmt.Errorf("%q: no such group", path)
 	}

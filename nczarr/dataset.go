@@ -63,6 +63,12 @@ type Dataset struct {
 	par    int
 	groups map[string]*Group
 	arrays map[string]*Array
+	// zmeta is the metadata member of the root .zmetadata, read once by
+	// Open: attributes are read from it with no request.
+	zmeta map[string]json.RawMessage
+	// lazy reads groups' children when first asked for (lazy.go); nil
+	// when Open read them all.
+	lazy *lazyWalk
 }
 
 // Group is a group of the dataset.
@@ -73,17 +79,51 @@ type Group struct {
 	Arrays []string // child array paths, sorted
 }
 
-// Group returns the group at path, or nil.
-func (d *Dataset) Group(path string) *Group { return d.groups[path] }
+// Group returns the group at path, or nil. On a dataset read lazily it
+// first reads the groups above path that are not read yet.
+func (d *Dataset) Group(path string) *Group {
+	if d.lazy == nil {
+		return d.groups[path]
+	}
+	d.lazy.readFor(path)
+	d.lazy.w.mu.Lock()
+	defer d.lazy.w.mu.Unlock()
+	return d.groups[path]
+}
 
-// Array returns the array at path, or nil.
-func (d *Dataset) Array(path string) *Array { return d.arrays[path] }
+// Array returns the array at path, or nil. On a dataset read lazily it
+// first reads the groups above path that are not read yet.
+func (d *Dataset) Array(path string) *Array {
+	if d.lazy == nil {
+		return d.arrays[path]
+	}
+	d.lazy.readFor(path)
+	d.lazy.w.mu.Lock()
+	defer d.lazy.w.mu.Unlock()
+	return d.arrays[path]
+}
 
-// Arrays lists every array path, sorted.
-func (d *Dataset) Arrays() []string { return sortedKeys(d.arrays) }
+// Arrays lists every array path, sorted (reading every group first).
+func (d *Dataset) Arrays() []string {
+	if d.lazy == nil {
+		return sortedKeys(d.arrays)
+	}
+	d.lazy.readAll()
+	d.lazy.w.mu.Lock()
+	defer d.lazy.w.mu.Unlock()
+	return sortedKeys(d.arrays)
+}
 
-// Groups lists every group path, sorted.
-func (d *Dataset) Groups() []string { return sortedKeys(d.groups) }
+// Groups lists every group path, sorted (reading every group first).
+func (d *Dataset) Groups() []string {
+	if d.lazy == nil {
+		return sortedKeys(d.groups)
+	}
+	d.lazy.readAll()
+	d.lazy.w.mu.Lock()
+	defer d.lazy.w.mu.Unlock()
+	return sortedKeys(d.groups)
+}
 
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
@@ -117,7 +157,7 @@ func Open(ctx context.Context, store zmap.Store, opts Options) (*Dataset, error)
 	d.hint, _ = zmap.As[willNeeder](store)
 	d.hints = newQueue(1, 0)
 	d.vec, _ = zmap.As[zmap.VecReader](store)
-	w := &walker{d: d, sem: make(chan struct{}, d.par)}
+	w := &walker{d: d, sem: make(chan struct{}, walkParallelism(store, d.par))}
 
 	if ok, err := w.openV3(ctx); ok || err != nil {
 		if err != nil {
@@ -183,8 +223,14 @@ func Open(ctx context.Context, store zmap.Store, opts Options) (*Dataset, error)
 			return d, nil
 		}
 	}
+	if walkParallelism(store, d.par) > d.par {
+		// A distant store: the children are read when first asked for.
+		w.lazy = &lazyWalk{w: w, pending: map[string]*pendingGroup{}}
+	}
+	w.lister, _ = zmap.As[lister](store)
 	w.group(ctx, "", zgroup, zattrs)
 	w.wg.Wait()
+	d.lazy = w.lazy
 	return d, nil
 }
 
@@ -197,6 +243,20 @@ func parallelism(s zmap.Store) int {
 	return 8
 }
 
+// remoteWalk is how many metadata objects the walk fetches at once from a
+// distant store: at a 20 ms round trip, 10,000 .zarray objects take 1.6 s
+// at 128 in flight, 6 s at 32.
+const remoteWalk = 128
+
+// walkParallelism bounds the walk's requests: par, or remoteWalk for a
+// store whose requests cost a round trip (a Remote method says so).
+func walkParallelism(s zmap.Store, par int) int {
+	if r, ok := zmap.As[interface{ Remote() bool }](s); ok && r.Remote() {
+		return max(par, remoteWalk)
+	}
+	return par
+}
+
 // walker loads the tree of groups and arrays with bounded concurrency.
 type walker struct {
 	d   *Dataset
@@ -207,6 +267,11 @@ type walker struct {
 	// from groups, by key, until the step that reads them takes them: one
 	// request per child instead of a probe and then a fetch.
 	kept map[string][]byte // GUARDED_BY(mu)
+	// lazy, when set, leaves a group's children to be read when first
+	// asked for (lazy.go).
+	lazy *lazyWalk
+	// lister, when set, tells arrays from groups from kept listings.
+	lister lister
 }
 
 // get fetches key, or takes it from what classify kept.
@@ -284,11 +349,19 @@ func (w *walker) group(ctx context.Context, prefix string, zgroup, zattrs object
 	w.mu.Lock()
 	w.d.groups[prefix] = g
 	w.mu.Unlock()
+	if w.lazy != nil {
+		w.lazy.defer_(g)
+		return
+	}
+	w.children(ctx, g, &w.wg)
+}
 
+// children reads the arrays and groups in g, in the background (wg).
+func (w *walker) children(ctx context.Context, g *Group, wg *sync.WaitGroup) {
 	for _, p := range g.Arrays {
-		w.wg.Add(1)
+		wg.Add(1)
 		go func() {
-			defer w.wg.Done()
+			defer wg.Done()
 			a := w.array(ctx, p)
 			w.mu.Lock()
 			w.d.arrays[p] = a
@@ -296,9 +369,9 @@ func (w *walker) group(ctx context.Context, prefix string, zgroup, zattrs object
 		}()
 	}
 	for _, p := range g.Groups {
-		w.wg.Add(1)
+		wg.Add(1)
 		go func() {
-			defer w.wg.Done()
+			defer wg.Done()
 			zg := w.optional(ctx, zmap.Join(p, ".zgroup"))
 			za := w.optional(ctx, zmap.Join(p, ".zattrs"))
 			w.group(ctx, p, zg, za)
@@ -340,9 +413,18 @@ func (w *walker) search(ctx context.Context, prefix string) (arrays, groups []st
 }
 
 // classify says whether prefix is an array (".zarray"), a group
-// (".zgroup") or neither (""). It fetches the object that tells, and
-// keeps it for the walk's next step.
+// (".zgroup") or neither (""). It asks a kept listing of prefix when there
+// is one; otherwise it fetches the object that tells, and keeps it for the
+// walk's next step.
 func (w *walker) classify(ctx context.Context, prefix string) string {
+	if w.lister != nil && w.lister.Listed(prefix) {
+		for _, name := range []string{".zarray", ".zgroup"} {
+			if _, ok := w.lister.Cached(zmap.Join(prefix, name)); ok {
+				return name
+			}
+		}
+		return ""
+	}
 	for _, name := range []string{".zarray", ".zgroup"} {
 		key := zmap.Join(prefix, name)
 		data, err := w.get(ctx, key)
@@ -397,6 +479,7 @@ func (w *walker) consolidated(ctx context.Context) (bool, error) {
 		w.d.log.Warn("ignoring unreadable .zmetadata", "err", err)
 		return false, nil
 	}
+	w.d.zmeta = doc.Metadata
 	groups := map[string]*Group{"": {Path: ""}}
 	var arrays []string
 	for key := range doc.Metadata {

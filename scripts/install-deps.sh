@@ -5,7 +5,7 @@
 #
 #   scripts/install-deps.sh          # everything for the tests
 #   scripts/install-deps.sh --run    # only what the demo needs
-#   scripts/install-deps.sh --bench  # the demo's and make bench's (zarr-python, boto3)
+#   scripts/install-deps.sh --bench  # the demo's and make bench's (zarr-python, boto3, rclone)
 set -euo pipefail
 
 run_only=false
@@ -22,8 +22,9 @@ if ! $run_only; then
   packages+=(gcc gfortran) # docs/guide.md reads data from C and Fortran, and its test runs them
   packages+=(python3-matplotlib chromium) # preview.png is checked against matplotlib's viridis; index.html opened in headless Chromium
   packages+=(git-annex) # a dataset kept as links out of its folder (--follow-links)
+  packages+=(buildah ca-certificates) # make image; the image's test runs its binary in a chroot
 fi
-[[ ${1:-} == --bench ]] && packages+=(python3-zarr python3-numcodecs python3-boto3)
+[[ ${1:-} == --bench ]] && packages+=(python3-zarr python3-numcodecs python3-boto3 rclone)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -93,16 +93,30 @@ func TestMountConfinedLinks(t *testing.T) {
 		t.Errorf("v/data: %d bytes, %v; want zarr-python's %d bytes", len(got), err, len(want))
 	}
 
-	// The daemon logs each refused key once, saying why.
-	out := d.output.String()
-	for _, key := range []string{"outside", "secretfile", "etc", "v/up"} {
+	// The daemon logs each refused key once, saying why. Its log reaches
+	// the test through a pipe, a moment after the answers above.
+	keys := []string{"outside", "secretfile", "etc", "v/up"}
+	logged := func(out, key string) int {
 		n := 0
 		for line := range strings.Lines(out) {
 			if strings.Contains(line, "key="+key+" ") && strings.Contains(line, "out of the dataset root") {
 				n++
 			}
 		}
-		if n != 1 {
+		return n
+	}
+	waitFor(t, "log line for every refused key", func() bool {
+		out := d.output.String()
+		for _, key := range keys {
+			if logged(out, key) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	out := d.output.String()
+	for _, key := range keys {
+		if n := logged(out, key); n != 1 {
 			t.Errorf("the daemon logged %d lines naming key %s and the escape, want 1:\n%s", n, key, clip(out))
 		}
 	}

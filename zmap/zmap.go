@@ -138,3 +138,23 @@ func As[T any](s Store) (T, bool) {
 	var zero T
 	return zero, false
 }
+
+// FlatLister is a store that lists every key under a prefix at once,
+// without a delimiter (S3's ListObjectsV2 without "/"): a few requests in
+// the place of one per folder, for a dataset of many small folders. Found
+// with As; a store that wraps another offers it when the wrapped one does.
+type FlatLister interface {
+	// ListFlat lists the objects under prefix ("" for the whole
+	// dataset), at most limit of them. Each Entry's Name is the key
+	// relative to prefix, slashes included; entries are sorted by name.
+	// A listing that stopped at limit says Complete false.
+	ListFlat(ctx context.Context, prefix string, limit int) (FlatListing, error)
+}
+
+// FlatListing is the answer of FlatLister.ListFlat.
+type FlatListing struct {
+	Entries  []Entry
+	Complete bool
+	// Requests is how many requests the listing took (pages).
+	Requests int
+}

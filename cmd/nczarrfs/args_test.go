@@ -7,6 +7,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/nczarrfs/nczarrfs/zmap/listcache"
 )
 
 func TestNormalizeArgs(t *testing.T) {
@@ -34,6 +37,8 @@ func TestNormalizeArgs(t *testing.T) {
 			[]string{"nczarrfs", "mount", "s", "--generate-bash-completion"}, ""},
 		{"helper form", []string{"nczarrfs", "/d/x.zip", "/mnt", "-o", "ro,cache_size=1GiB,allow_other,uid=7,x-systemd.automount,_netdev"},
 			[]string{"nczarrfs", "mount", "--daemon", "--mount-helper", "--cache-size=1GiB", "--allow-other", "--uid=7", "--", "/d/x.zip", "/mnt"}, ""},
+		{"helper metrics address", []string{"nczarrfs", "/d/x.zip", "/mnt", "-o", "ro,metrics_addr=127.0.0.1:9100"},
+			[]string{"nczarrfs", "mount", "--daemon", "--mount-helper", "--metrics-addr=127.0.0.1:9100", "--", "/d/x.zip", "/mnt"}, ""},
 		{"helper page cache", []string{"nczarrfs", "/d/x.zip", "/mnt", "-o", "ro,page_cache"},
 			[]string{"nczarrfs", "mount", "--daemon", "--mount-helper", "--page-cache", "--", "/d/x.zip", "/mnt"}, ""},
 		{"helper form without options", []string{"nczarrfs", "/d/x.zip", "/mnt"},
@@ -150,6 +155,28 @@ func TestHelpExamples(t *testing.T) {
 	for _, c := range commands() {
 		if !examples.MatchString(c.Description) {
 			t.Errorf("nczarrfs help %s has no examples", c.Name)
+		}
+	}
+}
+
+func TestParseTTL(t *testing.T) {
+	tests := []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"5m", 5 * time.Minute, true},
+		{"0", 0, true},
+		{"1h30m", 90 * time.Minute, true},
+		{"forever", listcache.Forever, true},
+		{"-1s", 0, false},
+		{"never", 0, false},
+		{"", 0, false},
+	}
+	for _, tt := range tests {
+		got, err := parseTTL(tt.in)
+		if (err == nil) != tt.ok || (tt.ok && got != tt.want) {
+			t.Errorf("parseTTL(%q) = %v, %v; want %v, ok %v", tt.in, got, err, tt.want, tt.ok)
 		}
 	}
 }

@@ -136,8 +136,10 @@ var optionFlags = map[string]struct {
 	"region":          {"region", true},
 	"profile":         {"profile", true},
 	"s3_timeout":      {"s3-timeout", true},
+	"metadata_ttl":    {"metadata-ttl", true},
 	"log_file":        {"log-file", true},
 	"log_format":      {"log-format", true},
+	"metrics_addr":    {"metrics-addr", true},
 }
 
 // mountOptionFlags turns -o options into mount flags. An option it does

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -21,9 +22,11 @@ import (
 
 	"github.com/nczarrfs/nczarrfs/cache"
 	"github.com/nczarrfs/nczarrfs/fusefs"
+	"github.com/nczarrfs/nczarrfs/internal/metrics"
 	"github.com/nczarrfs/nczarrfs/internal/stats"
 	"github.com/nczarrfs/nczarrfs/nczarr"
 	"github.com/nczarrfs/nczarrfs/zmap"
+	"github.com/nczarrfs/nczarrfs/zmap/diskcache"
 	"github.com/nczarrfs/nczarrfs/zmap/source"
 )
 
@@ -69,6 +72,8 @@ Examples:
 			&cli.StringFlag{Name: "profile", Usage: "AWS shared-config profile"},
 			&cli.BoolFlag{Name: "no-sign-request", Usage: "read a public bucket without credentials"},
 			&cli.DurationFlag{Name: "s3-timeout", Usage: "bound on each S3 request, retries included (default 30s, or NCZARRFS_S3_TIMEOUT)"},
+			&cli.StringFlag{Name: "metrics-addr", Usage: "serve Prometheus metrics on http://HOST:PORT/metrics, and /healthz and /readyz for probes (a port alone, :9100, listens on 127.0.0.1)"},
+			metadataTTLFlag(),
 			// Set by the mount helper form: no "mounted" line for mount(8).
 			&cli.BoolFlag{Name: "mount-helper", Hidden: true},
 		}, diskCacheFlags()...),
@@ -83,8 +88,10 @@ type mountConfig struct {
 	uid, gid           *uint32
 	umask              uint32
 	s3Timeout          time.Duration
+	metadataTTL        time.Duration
 	logFile, logFormat string
 	debug              bool
+	metricsAddr        string
 }
 
 func parseMountFlags(c *cli.Context) (*mountConfig, error) {
@@ -92,11 +99,12 @@ func parseMountFlags(c *cli.Context) (*mountConfig, error) {
 		return nil, fmt.Errorf("mount needs SOURCE and MOUNTPOINT (got %d arguments); see nczarrfs mount --help", c.NArg())
 	}
 	cfg := &mountConfig{
-		source:     c.Args().Get(0),
-		mountpoint: c.Args().Get(1),
-		logFile:    c.String("log-file"),
-		logFormat:  c.String("log-format"),
-		debug:      c.Bool("debug"),
+		source:      c.Args().Get(0),
+		mountpoint:  c.Args().Get(1),
+		logFile:     c.String("log-file"),
+		logFormat:   c.String("log-format"),
+		debug:       c.Bool("debug"),
+		metricsAddr: c.String("metrics-addr"),
 	}
 	var err error
 	if cfg.cacheSize, err = parseSize(c.String("cache-size")); err != nil {
@@ -109,6 +117,9 @@ func parseMountFlags(c *cli.Context) (*mountConfig, error) {
 		if cfg.s3Timeout = c.Duration("s3-timeout"); cfg.s3Timeout <= 0 {
 			return nil, fmt.Errorf("--s3-timeout: %v is not a positive duration (try 30s)", cfg.s3Timeout)
 		}
+	}
+	if cfg.metadataTTL, err = parseTTL(c.String("metadata-ttl")); err != nil {
+		return nil, fmt.Errorf("--metadata-ttl: %w", err)
 	}
 	if c.IsSet("uid") {
 		if cfg.uid, err = parseID(c.String("uid"), lookupUser); err != nil {
@@ -153,12 +164,22 @@ func runMount(c *cli.Context) error {
 	if err := checkMountpoint(cfg.mountpoint, c.Bool("allow-non-empty")); err != nil {
 		return err
 	}
-	if err := checkFUSE(); err != nil {
+	fusermount, err := checkFUSE()
+	if err != nil {
 		return err
 	}
 	mountpoint, err := absMountpoint(cfg.mountpoint)
 	if err != nil {
 		return err
+	}
+	var metricsLn net.Listener
+	if cfg.metricsAddr != "" {
+		// Listened on before anything is read, so that a bad or busy
+		// address fails the mount at once.
+		if metricsLn, err = metrics.Listen(cfg.metricsAddr); err != nil {
+			return fmt.Errorf("--metrics-addr: %w", err)
+		}
+		defer metricsLn.Close()
 	}
 
 	// The first SIGINT, SIGTERM or SIGHUP cancels what is under way and, once
@@ -208,13 +229,36 @@ func runMount(c *cli.Context) error {
 
 	// .nczarrfs/stats counts the store's requests and the cache's work.
 	counted, chunks := stats.CountStore(store), cache.New(cfg.cacheSize)
+	mountStats := &stats.Mount{Source: source.Redact(cfg.source), Store: counted, Cache: chunks}
+	mountStats.Disk, _ = zmap.As[*diskcache.Store](store)
+	if metricsLn != nil {
+		// Up while the metadata is read: /healthz answers, /readyz says
+		// "not mounted" until the mount is up.
+		serving, stopServing := context.WithCancel(context.Background())
+		defer stopServing()
+		go metrics.Serve(serving, metricsLn, metrics.Handler(mountStats, mounted.Load), log)
+		url := "http://" + metricsLn.Addr().String() + "/metrics"
+		if logs.file != nil {
+			log.Info("serving metrics", "url", url)
+		}
+		if !c.Bool("mount-helper") {
+			fmt.Fprintf(os.Stderr, "nczarrfs: metrics on %s\n", url)
+		}
+	}
 	// Read-ahead decodes on as many processors as Go would use; the
 	// daemon runs with twice as many, so that a goroutine answering the
 	// kernel finds one free at once instead of waiting for a decode to
 	// end (docs/architecture.md, read-ahead).
 	decoders := runtime.GOMAXPROCS(0)
 	runtime.GOMAXPROCS(2 * decoders)
-	ds, err := nczarr.Open(ctx, counted, nczarr.Options{Cache: chunks, Logger: log, Decoders: decoders})
+	// Listings and metadata are kept for --metadata-ttl, and the kernel
+	// keeps entries as long (fusefs.Options.CacheTimeout).
+	kept := keepListings(counted, cfg.metadataTTL, log)
+	kernelTTL := cfg.metadataTTL
+	if kernelTTL == 0 {
+		kernelTTL = -1
+	}
+	ds, err := nczarr.Open(ctx, kept, nczarr.Options{Cache: chunks, Logger: log, Decoders: decoders})
 	if err != nil {
 		if errors.Is(err, nczarr.ErrNoDataset) {
 			err = fmt.Errorf("%s holds no dataset: %w", cfg.source, err)
@@ -223,25 +267,34 @@ func runMount(c *cli.Context) error {
 		}
 		return stoppedOr(ctx, log, err)
 	}
-	log.Debug("opened dataset", "source", source.Redact(cfg.source), "generation", ds.Generation,
-		"groups", len(ds.Groups()), "arrays", len(ds.Arrays()))
+	// Counting the arrays reads those of a lazily read dataset: only
+	// when the count is logged.
+	if log.Enabled(ctx, slog.LevelDebug) {
+		log.Debug("opened dataset", "source", source.Redact(cfg.source), "generation", ds.Generation,
+			"groups", len(ds.Groups()), "arrays", len(ds.Arrays()))
+	}
 
-	srv, err := fusefs.Mount(mountpoint, ds, counted, fusefs.Options{
-		Logger:     log,
-		FsName:     source.Redact(cfg.source),
-		Stats:      &stats.Mount{Source: source.Redact(cfg.source), Store: counted, Cache: chunks},
-		Name:       datasetName(cfg.source),
-		Debug:      cfg.debug,
-		AllowOther: c.Bool("allow-other"),
-		UID:        cfg.uid,
-		GID:        cfg.gid,
-		Umask:      cfg.umask,
-		PageCache:  c.Bool("page-cache"),
+	srv, err := fusefs.Mount(mountpoint, ds, kept, fusefs.Options{
+		Logger:       log,
+		CacheTimeout: kernelTTL,
+		Listings:     kept,
+		FsName:       source.Redact(cfg.source),
+		Stats:        mountStats,
+		Name:         datasetName(cfg.source),
+		Debug:        cfg.debug,
+		AllowOther:   c.Bool("allow-other"),
+		UID:          cfg.uid,
+		GID:          cfg.gid,
+		Umask:        cfg.umask,
+		PageCache:    c.Bool("page-cache"),
 		// A store with a timeout (S3) answers every request in time.
 		RequestTimeout: requestTimeout(store),
 		// The daemon never opens its own files; with the hack, a
 		// SIGKILL while mounting could leave it stuck (fusefs.Options).
 		NoPollHack: true,
+		// Root mounts with mount(2) itself where there is no fusermount3,
+		// as in the container image (docs/cluster.md).
+		DirectMount: !fusermount && os.Geteuid() == 0,
 	})
 	if err != nil {
 		return fmt.Errorf("mounting at %s: %w", mountpoint, err)
@@ -306,17 +359,22 @@ func stop(mountpoint string, served <-chan struct{}, log *slog.Logger) {
 	}
 }
 
-// checkFUSE fails early, with a hint, where FUSE cannot work.
-func checkFUSE() error {
+// checkFUSE fails early, with a hint, where FUSE cannot work, and says
+// whether fusermount3 is there. Root can do without it: it mounts with
+// mount(2) and unmounts with umount2(2).
+func checkFUSE() (fusermount bool, err error) {
 	if _, err := os.Stat("/dev/fuse"); err != nil {
-		return fmt.Errorf("FUSE is not available (/dev/fuse: %v); install fuse3 and load the fuse module", err)
+		return false, fmt.Errorf("FUSE is not available (/dev/fuse: %v); install fuse3 and load the fuse module", err)
 	}
 	for _, name := range []string{"fusermount3", "fusermount"} {
 		if _, err := exec.LookPath(name); err == nil {
-			return nil
+			return true, nil
 		}
 	}
-	return errors.New("fusermount3 not found in PATH; install fuse3 (apt-get install fuse3)")
+	if os.Geteuid() == 0 {
+		return false, nil
+	}
+	return false, errors.New("fusermount3 not found in PATH; install fuse3 (apt-get install fuse3)")
 }
 
 // parseSize reads a byte count such as 268435456, 256MiB, 256M or 1GiB.

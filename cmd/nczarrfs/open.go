@@ -15,6 +15,7 @@ import (
 	"github.com/nczarrfs/nczarrfs/cache"
 	"github.com/nczarrfs/nczarrfs/nczarr"
 	"github.com/nczarrfs/nczarrfs/zmap"
+	"github.com/nczarrfs/nczarrfs/zmap/listcache"
 	"github.com/nczarrfs/nczarrfs/zmap/source"
 )
 
@@ -30,6 +31,7 @@ func sourceFlags() []cli.Flag {
 		&cli.StringFlag{Name: "profile", Usage: "AWS shared-config profile"},
 		&cli.BoolFlag{Name: "no-sign-request", Usage: "read a public bucket without credentials"},
 		&cli.DurationFlag{Name: "s3-timeout", Usage: "bound on each S3 request, retries included", DefaultText: "30s, or NCZARRFS_S3_TIMEOUT"},
+		metadataTTLFlag(),
 	}, diskCacheFlags()...)
 }
 
@@ -54,9 +56,16 @@ func openDataset(ctx context.Context, c *cli.Context, src string) (*nczarr.Datas
 		}
 	}
 	var timeout time.Duration
+	var err error
 	if c.IsSet("s3-timeout") {
 		if timeout = c.Duration("s3-timeout"); timeout <= 0 {
 			return nil, nil, fmt.Errorf("--s3-timeout: %v is not a positive duration (try 30s)", timeout)
+		}
+	}
+	ttl := listcache.DefaultTTL
+	if c.IsSet("metadata-ttl") {
+		if ttl, err = parseTTL(c.String("metadata-ttl")); err != nil {
+			return nil, nil, fmt.Errorf("--metadata-ttl: %w", err)
 		}
 	}
 	parsed, err := source.Parse(src)
@@ -67,10 +76,11 @@ func openDataset(ctx context.Context, c *cli.Context, src string) (*nczarr.Datas
 	if err != nil {
 		return nil, nil, err
 	}
-	store, err := source.Open(ctx, parsed, opts)
+	raw, err := source.Open(ctx, parsed, opts)
 	if err != nil {
 		return nil, nil, err
 	}
+	store := zmap.Store(keepListings(raw, ttl, log))
 	ds, err := nczarr.Open(ctx, store, nczarr.Options{Cache: cache.New(cacheSize), Logger: log})
 	if err != nil {
 		store.Close()
@@ -79,8 +89,12 @@ func openDataset(ctx context.Context, c *cli.Context, src string) (*nczarr.Datas
 		}
 		return nil, nil, fmt.Errorf("reading %s: %w", source.Redact(src), err)
 	}
-	log.Debug("opened dataset", "source", source.Redact(src), "generation", ds.Generation,
-		"groups", len(ds.Groups()), "arrays", len(ds.Arrays()))
+	// Counting the arrays reads those of a lazily read dataset: only
+	// when the count is logged.
+	if log.Enabled(ctx, slog.LevelDebug) {
+		log.Debug("opened dataset", "source", source.Redact(src), "generation", ds.Generation,
+			"groups", len(ds.Groups()), "arrays", len(ds.Arrays()))
+	}
 	return ds, store, nil
 }
 

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/nczarrfs/nczarrfs/zmap"
+	"github.com/nczarrfs/nczarrfs/zmap/listcache"
 	"github.com/nczarrfs/nczarrfs/zmap/s3"
 	"github.com/nczarrfs/nczarrfs/zmap/source"
 )
@@ -20,6 +23,40 @@ func diskCacheFlags() []cli.Flag {
 		&cli.StringFlag{Name: "cache-dir", Usage: "keep the objects fetched from S3 in this folder, for later mounts and other mounts of the same dataset (may be shared by several mounts)"},
 		&cli.StringFlag{Name: "cache-dir-size", Value: "10GiB", Usage: "the most bytes --cache-dir holds; the least recently used objects go first"},
 	}
+}
+
+// metadataTTLFlag is --metadata-ttl, of mount and of the commands that
+// read without mounting.
+func metadataTTLFlag() cli.Flag {
+	return &cli.StringFlag{Name: "metadata-ttl", Value: "5m", Usage: "how long listings and metadata are kept before the bucket is asked again (a duration; 0 asks every time; forever for data that never change)"}
+}
+
+// parseTTL parses --metadata-ttl.
+func parseTTL(s string) (time.Duration, error) {
+	if s == "forever" {
+		return listcache.Forever, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err == nil && d < 0 {
+		err = errors.New("negative")
+	}
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration (try 5m, 0 or forever): %w", s, err)
+	}
+	return d, nil
+}
+
+// keepListings wraps store in the layer that keeps its listings and
+// metadata for ttl (zmap/listcache): a distant store is listed flat when
+// it holds at most listcache.DefaultFlatLimit keys, and a listed folder's
+// sub-folders are listed in the background.
+func keepListings(store zmap.Store, ttl time.Duration, log *slog.Logger) *listcache.Store {
+	opts := listcache.Options{TTL: ttl, Logger: log}
+	if r, ok := zmap.As[interface{ Remote() bool }](store); ok && r.Remote() {
+		opts.FlatLimit = listcache.DefaultFlatLimit
+		opts.Prefetch = 8
+	}
+	return listcache.New(store, opts)
 }
 
 // storeOptions are the options of source.Open that c's flags give.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"runtime"
 	"runtime/debug"
 	"strings"
 )
@@ -9,10 +10,14 @@ import (
 // install set it with -ldflags "-X main.version=$(git describe --always --dirty)".
 var version string
 
+// target is the platform the binary runs on, e.g. linux/amd64.
+const target = runtime.GOOS + "/" + runtime.GOARCH
+
 // versionString describes this build: the version (from -X main.version,
 // else the module version, "(devel)" for a build in a work tree), the
 // commit and whether the tree was modified (from Go's VCS stamping), and
-// the Go release that built it.
+// the Go release that built it, and the target it was built for
+// (GOOS/GOARCH, as make dist names its archives).
 func versionString() string {
 	v := version
 	info, ok := debug.ReadBuildInfo()
@@ -20,7 +25,7 @@ func versionString() string {
 		if v == "" {
 			v = "(unknown)"
 		}
-		return v
+		return v + " " + target
 	}
 	if v == "" {
 		v = info.Main.Version
@@ -43,6 +48,6 @@ func versionString() string {
 		}
 		b.WriteString(")")
 	}
-	b.WriteString(" " + info.GoVersion)
+	b.WriteString(" " + info.GoVersion + " " + target)
 	return b.String()
 }

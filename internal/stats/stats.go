@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nczarrfs/nczarrfs/cache"
+	"github.com/nczarrfs/nczarrfs/zmap/diskcache"
 )
 
 // Mount gathers the counters of one mount. The zero value is ready to use;
@@ -25,6 +26,8 @@ type Mount struct {
 	Store *Store
 	// Cache is the decoded-chunk cache; nil when there is none.
 	Cache *cache.Cache
+	// Disk is the folder of --cache-dir; nil when there is none.
+	Disk *diskcache.Store
 
 	errorsOnce sync.Once
 	errors     *ErrorLog
@@ -46,6 +49,9 @@ type Snapshot struct {
 	Source string         `json:"source,omitempty"`
 	Store  *StoreSnapshot `json:"store,omitempty"`
 	Cache  *CacheSnapshot `json:"cache,omitempty"`
+	// Disk counts the reads --cache-dir served (hits), those that went
+	// to the store (misses), and the objects it kept (written).
+	Disk *DiskSnapshot `json:"disk_cache,omitempty"`
 	// Errors counts the failures returned to users, by kind (see
 	// ErrorLog.Add); kinds that never happened are absent.
 	Errors map[string]int64 `json:"errors"`
@@ -56,8 +62,10 @@ type CacheSnapshot struct {
 	Hits      int64 `json:"hits"`
 	Misses    int64 `json:"misses"`
 	Evictions int64 `json:"evictions"`
-	// DecodedBytes sums the decoded chunks loaded into the cache.
-	DecodedBytes int64 `json:"decoded_bytes"`
+	// DecodedBytes sums the decoded chunks loaded into the cache, and
+	// LoadSeconds the time their loads took: fetching and decoding.
+	DecodedBytes int64   `json:"decoded_bytes"`
+	LoadSeconds  float64 `json:"load_seconds"`
 	// ReadAheadLoads counts the chunk loads read-ahead started, and
 	// ReadAheadHits those that a read then found in the cache.
 	ReadAheadLoads int64 `json:"read_ahead_loads"`
@@ -67,6 +75,13 @@ type CacheSnapshot struct {
 	Entries  int   `json:"entries"`
 	Bytes    int64 `json:"bytes"`
 	Budget   int64 `json:"budget"`
+}
+
+// DiskSnapshot is diskcache.Stats.
+type DiskSnapshot struct {
+	Hits    int64 `json:"hits"`
+	Misses  int64 `json:"misses"`
+	Written int64 `json:"written"`
 }
 
 // Snapshot reads every counter now.
@@ -80,10 +95,14 @@ func (m *Mount) Snapshot() Snapshot {
 		cs := m.Cache.Stats()
 		s.Cache = &CacheSnapshot{
 			Hits: cs.Hits, Misses: cs.Misses, Evictions: cs.Evictions,
-			DecodedBytes:   cs.LoadedBytes,
+			DecodedBytes: cs.LoadedBytes, LoadSeconds: cs.LoadTime.Seconds(),
 			ReadAheadLoads: cs.Prefetched, ReadAheadHits: cs.PrefetchHits,
 			Recycled: cs.Recycled, Entries: cs.Entries, Bytes: cs.Bytes, Budget: cs.Budget,
 		}
+	}
+	if m.Disk != nil {
+		ds := m.Disk.Stats()
+		s.Disk = &DiskSnapshot{Hits: ds.Hits, Misses: ds.Misses, Written: ds.Written}
 	}
 	return s
 }

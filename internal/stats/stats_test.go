@@ -78,6 +78,9 @@ func TestStoreCounts(t *testing.T) {
 		Size:   OpSnapshot{Requests: 1},
 		Stat:   OpSnapshot{Requests: 1},
 		Search: OpSnapshot{Requests: 1, Entries: 2},
+		// 3 GETs, 3 ranged GETs (2 ReadAt, 1 ReadVec), Size and Stat
+		// as HEADs, the Search as a LIST.
+		Requests: Kinds{GET: 3, RangedGET: 3, HEAD: 2, LIST: 1},
 	}
 	if got := s.Snapshot(); got != want {
 		t.Errorf("Snapshot =\n%+v, want\n%+v", got, want)

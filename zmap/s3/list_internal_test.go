@@ -24,3 +24,17 @@ func TestRestOfListing(t *testing.T) {
 		}
 	}
 }
+
+func TestFlatSplit(t *testing.T) {
+	for last, want := range map[string]string{
+		"v0499/.zarray": "v",
+		"a/1.7":         "a/",
+		"g/sub/v12/0":   "g/sub/v",
+		"0/0/1":         "",
+		".zgroup":       "",
+	} {
+		if got := flatSplit(last); got != want {
+			t.Errorf("flatSplit(%q) = %q, want %q", last, got, want)
+		}
+	}
+}

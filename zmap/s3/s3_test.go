@@ -163,6 +163,65 @@ func TestSearchPaginates(t *testing.T) {
 	}
 }
 
+// TestListFlat checks that a flat listing of a dataset holds every key
+// under it exactly once, sorted, with sizes, whatever page size cuts its
+// parts, and that a limit stops it with Complete false.
+func TestListFlat(t *testing.T) {
+	srv := miniotest.Start(t)
+	useServerEnv(t, srv)
+	srv.CreateBucket(t, "flat")
+	objects := map[string][]byte{
+		"ds/.zgroup":   []byte(`{"zarr_format": 2}`),
+		"ds/.zattrs":   []byte(`{}`),
+		"ds/v/.zarray": []byte(`{}`), "ds/v/sub/0.0.0": []byte("deeper"),
+		"ds/a/x": []byte("x"), "ds/~z": []byte("z"), "ds/-": []byte("-"),
+		"outside/x": []byte("not listed"), "ds2/x": []byte("not listed"),
+	}
+	for i := range 300 {
+		objects[fmt.Sprintf("ds/v/%d.%d", i/10, i%10)] = bytes.Repeat([]byte{1}, 1+i%5)
+		objects[fmt.Sprintf("ds/g%03d/.zarray", i)] = []byte(`{}`)
+	}
+	srv.Put(t, "flat", objects)
+	want := map[string]int64{}
+	for k, v := range objects {
+		if name, ok := strings.CutPrefix(k, "ds/"); ok {
+			want[name] = int64(len(v))
+		}
+	}
+	st := open(t, srv, "flat", "ds", s3.Options{})
+	for _, page := range []int32{1000, 37, 2} {
+		t.Run(fmt.Sprint("page ", page), func(t *testing.T) {
+			defer s3.SetListPageSize(page)()
+			got, err := st.ListFlat(context.Background(), "", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !got.Complete || len(got.Entries) != len(want) {
+				t.Fatalf("ListFlat: complete %v, %d entries, want %d", got.Complete, len(got.Entries), len(want))
+			}
+			if min := (len(want) + int(page) - 1) / int(page); got.Requests < min {
+				t.Errorf("ListFlat says %d requests; %d keys take at least %d pages", got.Requests, len(want), min)
+			}
+			for i, e := range got.Entries {
+				if i > 0 && got.Entries[i-1].Name >= e.Name {
+					t.Errorf("not sorted: %q before %q", got.Entries[i-1].Name, e.Name)
+				}
+				if size, ok := want[e.Name]; !ok || size != e.Size || e.Dir || e.ModTime.IsZero() {
+					t.Errorf("entry %+v, want size %d (listed %v) and a time", e, size, ok)
+				}
+			}
+			under, err := st.ListFlat(context.Background(), "v", 0)
+			if err != nil || !under.Complete || len(under.Entries) != 302 {
+				t.Errorf("ListFlat(v): %d entries, complete %v, %v; want 302", len(under.Entries), under.Complete, err)
+			}
+			limited, err := st.ListFlat(context.Background(), "", 100)
+			if err != nil || limited.Complete || limited.Entries != nil {
+				t.Errorf("ListFlat with limit 100: complete %v, %d entries, %v; want incomplete and none", limited.Complete, len(limited.Entries), err)
+			}
+		})
+	}
+}
+
 // TestWrongCredentials checks that refused credentials give errors that
 // wrap zmap.ErrPermission, name the key and the credentials' source, and
 // never contain the secret.
