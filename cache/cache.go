@@ -48,6 +48,9 @@ const maxColdScan = 64
 // number of concurrent readers.
 type Cache struct {
 	budget int64
+	// maxAge, when positive, is how long an entry serves: an older one
+	// is loaded again at its next use (SetMaxAge).
+	maxAge time.Duration
 
 	mu      sync.Mutex
 	used    int64                    // GUARDED_BY(mu): cost of lru entries, free buffers and reservations
@@ -73,6 +76,8 @@ type entry struct {
 	shared bool
 	// prefetched is set for an entry Prefetch loaded until its first hit.
 	prefetched bool
+	// loaded is when its load ended.
+	loaded time.Time
 }
 
 // load is one load in flight; done is closed when its entry's value and
@@ -126,6 +131,29 @@ func New(budget int64) *Cache {
 		entries: map[string]*list.Element{},
 		loads:   map[string]*load{},
 	}
+}
+
+// SetMaxAge makes entries older than d be loaded again at their next use,
+// so that a value that changed in the store shows within d (the mount's
+// --metadata-ttl); d <= 0 keeps entries until they are evicted. Call it
+// before the cache is used.
+func (c *Cache) SetMaxAge(d time.Duration) { c.maxAge = d }
+
+// lookup returns the element of key if it is cached and not too old; an
+// entry past its age is dropped. c.mu is held.
+func (c *Cache) lookup(key string) (*list.Element, bool) {
+	el, ok := c.entries[key]
+	if !ok {
+		return nil, false
+	}
+	if e := el.Value.(*entry); c.maxAge > 0 && time.Since(e.loaded) > c.maxAge {
+		c.unlink(el)
+		if e.refs == 0 {
+			c.recycle(e)
+		}
+		return nil, false
+	}
+	return el, true
 }
 
 // Get returns the value cached under key, or runs load (once for all
@@ -193,7 +221,7 @@ func (c *Cache) Acquire(ctx context.Context, key string, fn func(ctx context.Con
 func (c *Cache) Peek(key string) *Ref {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if el, ok := c.entries[key]; ok {
+	if el, ok := c.lookup(key); ok {
 		return c.hit(el)
 	}
 	return nil
@@ -224,7 +252,7 @@ func (c *Cache) acquireTry(ctx context.Context, key string, fn func(context.Cont
 		return nil, err
 	}
 	c.mu.Lock()
-	if el, ok := c.entries[key]; ok {
+	if el, ok := c.lookup(key); ok {
 		ref := c.hit(el)
 		c.mu.Unlock()
 		return ref, nil
@@ -281,6 +309,7 @@ func (c *Cache) run(ctx context.Context, l *load, fn func(context.Context, Alloc
 	l.e.value, l.err = value, err
 	if err == nil {
 		c.loadedBytes += int64(len(value))
+		l.e.loaded = time.Now()
 		c.add(l.e)
 	} else {
 		l.e.value = nil
@@ -435,7 +464,7 @@ func (c *Cache) Demote(key string) {
 func (c *Cache) Prefetch(ctx context.Context, key string, fn func(ctx context.Context, alloc Alloc) ([]byte, error)) (run func(), ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.entries[key]; ok {
+	if _, ok := c.lookup(key); ok {
 		return nil, false
 	}
 	if _, ok := c.loads[key]; ok {

@@ -569,3 +569,53 @@ func TestDeadlineBoundsStoreNotDecode(t *testing.T) {
 		})
 	}
 }
+
+// TestMaxAge: an entry older than the cache's max age is loaded again at
+// its next use (Acquire, Peek and Prefetch alike), so that a value changed
+// in the store shows; a younger one is served from the cache.
+func TestMaxAge(t *testing.T) {
+	c := New(1 << 20)
+	c.SetMaxAge(50 * time.Millisecond)
+	ctx := context.Background()
+	version := byte(1)
+	loads := 0
+	load := func(context.Context) ([]byte, error) {
+		loads++
+		return []byte{version}, nil
+	}
+	get := func() byte {
+		t.Helper()
+		v, err := c.Get(ctx, "k", load)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v[0]
+	}
+	if v := get(); v != 1 || loads != 1 {
+		t.Fatalf("first Get: value %d after %d loads, want 1 after 1", v, loads)
+	}
+	version = 2
+	if v := get(); v != 1 || loads != 1 {
+		t.Fatalf("Get within the max age: value %d after %d loads, want the cached 1 after 1", v, loads)
+	}
+	time.Sleep(60 * time.Millisecond)
+	if ref := c.Peek("k"); ref != nil {
+		ref.Release()
+		t.Fatal("Peek found an entry past its max age")
+	}
+	if _, ok := c.Prefetch(ctx, "k", func(context.Context, Alloc) ([]byte, error) { return nil, nil }); !ok {
+		t.Fatal("Prefetch found nothing to load for an entry past its max age")
+	}
+	c2 := New(1 << 20)
+	c2.SetMaxAge(50 * time.Millisecond)
+	if _, err := c2.Get(ctx, "k", load); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(60 * time.Millisecond)
+	if v, err := c2.Get(ctx, "k", load); err != nil || v[0] != 2 {
+		t.Fatalf("Get past the max age = %v, %v; want the store's new value 2", v, err)
+	}
+	if st := c2.Stats(); st.Entries != 1 {
+		t.Fatalf("%d entries after a reload, want 1", st.Entries)
+	}
+}

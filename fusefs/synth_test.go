@@ -160,26 +160,7 @@ func TestStatsMoveAfterARead(t *testing.T) {
 }
 
 func TestErrorsFileNamesTheKey(t *testing.T) {
-	dir := t.TempDir()
-	zarrPython(t, dir, `import sys, zarr, numpy as np, numcodecs
-g = zarr.open_group(sys.argv[1] + "/ds", mode="w")
-g.create_dataset("v", shape=(4, 4), chunks=(2, 4), dtype="<i4",
-                 compressor=numcodecs.Zlib())[:] = np.arange(16).reshape(4, 4)
-`)
-	// Corrupt the second chunk: its zlib stream is cut short.
-	chunk := filepath.Join(dir, "ds", "v", "1.0")
-	b, err := os.ReadFile(chunk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(chunk, b[:len(b)/2], 0o644); err != nil {
-		t.Fatal(err)
-	}
-	store, err := file.Open(filepath.Join(dir, "ds"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mnt, _ := mountCounted(t, store)
+	mnt, _ := mountCounted(t, corruptArray(t))
 
 	errorsFile := filepath.Join(mnt, ControlDir, ErrorsName)
 	if b, err := os.ReadFile(errorsFile); err != nil || len(b) != 0 {
@@ -188,7 +169,7 @@ g.create_dataset("v", shape=(4, 4), chunks=(2, 4), dtype="<i4",
 	if _, err := os.ReadFile(filepath.Join(mnt, "v", DataName)); !errors.Is(err, syscall.EIO) {
 		t.Fatalf("read of a corrupt array: %v, want EIO", err)
 	}
-	b, err = os.ReadFile(errorsFile)
+	b, err := os.ReadFile(errorsFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,4 +282,29 @@ g.create_dataset("v", shape=(1024, 256), chunks=(16, 256), dtype="<f8")[...] = n
 	// Whether a read finds a row loaded or still loading depends on
 	// timing; only the first counts as a read-ahead hit.
 	t.Logf("read-ahead: %d loads, %d hits; store: %d objects", after.Cache.ReadAheadLoads, after.Cache.ReadAheadHits, after.Store.Objects)
+}
+
+// corruptArray writes, with zarr-python, a 4x4 <i4 zlib array v whose
+// second chunk (1.0) is cut short, and returns a store of it.
+func corruptArray(t *testing.T) zmap.Store {
+	t.Helper()
+	dir := t.TempDir()
+	zarrPython(t, dir, `import sys, zarr, numpy as np, numcodecs
+g = zarr.open_group(sys.argv[1] + "/ds", mode="w")
+g.create_dataset("v", shape=(4, 4), chunks=(2, 4), dtype="<i4",
+                 compressor=numcodecs.Zlib())[:] = np.arange(16).reshape(4, 4)
+`)
+	chunk := filepath.Join(dir, "ds", "v", "1.0")
+	b, err := os.ReadFile(chunk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(chunk, b[:len(b)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	store, err := file.Open(filepath.Join(dir, "ds"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store
 }

@@ -35,34 +35,14 @@ import (
 	"github.com/nczarrfs/nczarrfs/internal/testenv"
 )
 
-var (
-	staticOnce sync.Once
-	staticPath string
-	staticErr  error
-)
+var staticBin builtBinary
 
 // staticBinary builds bin/nczarrfs the way make build does (CGO_ENABLED=0,
 // no race detector: it needs cgo), once per test process.
 func staticBinary(t testing.TB) string {
-	t.Helper()
-	staticOnce.Do(func() {
-		root, err := moduleRoot()
-		if err != nil {
-			staticErr = err
-			return
-		}
-		out := filepath.Join(workDir, "static", "nczarrfs")
-		cmd := exec.Command("make", "-C", root, "build", "BIN="+out)
-		if msg, err := cmd.CombinedOutput(); err != nil {
-			staticErr = fmt.Errorf("make build: %v\n%s", err, msg)
-			return
-		}
-		staticPath = out
+	return staticBin.get(t, "static", func(root, out string) *exec.Cmd {
+		return exec.Command("make", "-C", root, "build", "BIN="+out)
 	})
-	if staticErr != nil {
-		t.Fatal(staticErr)
-	}
-	return staticPath
 }
 
 // TestStaticBinary checks that make build's binary asks for no dynamic

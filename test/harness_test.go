@@ -289,35 +289,47 @@ func findDataset(t testing.TB, name string) (fixtureSet, dataset) {
 	return fixtureSet{}, dataset{}
 }
 
-var (
-	binaryOnce sync.Once
-	binaryPath string
-	binaryErr  error
-)
+// builtBinary is a binary built once per test process.
+type builtBinary struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// get builds the binary, the first time, into workDir/dir/nczarrfs with
+// the command that command makes (run in the module's root), and returns
+// its path.
+func (b *builtBinary) get(t testing.TB, dir string, command func(root, out string) *exec.Cmd) string {
+	t.Helper()
+	b.once.Do(func() {
+		root, err := moduleRoot()
+		if err != nil {
+			b.err = err
+			return
+		}
+		out := filepath.Join(workDir, dir, "nczarrfs")
+		cmd := command(root, out)
+		cmd.Dir = root
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, msg)
+			return
+		}
+		b.path = out
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.path
+}
+
+var raceBinary builtBinary
 
 // nczarrfsBinary builds ./cmd/nczarrfs with the race detector, once per
 // test process, and returns its path.
 func nczarrfsBinary(t testing.TB) string {
-	t.Helper()
-	binaryOnce.Do(func() {
-		root, err := moduleRoot()
-		if err != nil {
-			binaryErr = err
-			return
-		}
-		out := filepath.Join(workDir, "bin", "nczarrfs")
-		cmd := exec.Command("go", "build", "-race", "-o", out, "./cmd/nczarrfs")
-		cmd.Dir = root
-		if msg, err := cmd.CombinedOutput(); err != nil {
-			binaryErr = fmt.Errorf("go build -race ./cmd/nczarrfs: %v\n%s", err, msg)
-			return
-		}
-		binaryPath = out
+	return raceBinary.get(t, "bin", func(_, out string) *exec.Cmd {
+		return exec.Command("go", "build", "-race", "-o", out, "./cmd/nczarrfs")
 	})
-	if binaryErr != nil {
-		t.Fatal(binaryErr)
-	}
-	return binaryPath
 }
 
 // moduleRoot is the nearest parent of the working directory with a go.mod.

@@ -251,13 +251,22 @@ func TestS3MountReadsWhole(t *testing.T) {
 // TestS3MountObjectChanged replaces a chunk in MinIO while a read of it
 // waits on a stalled body: the read fails with EIO (its resumption,
 // conditional on the first answer's ETag, is refused), never a mix of the
-// two versions, the daemon logs the key, and .nczarrfs/errors shows it.
+// two versions, the daemon logs the key, and .nczarrfs/errors shows it;
+// after --metadata-ttl the new bytes are read, of that chunk and of one
+// read and cached before it changed.
 func TestS3MountObjectChanged(t *testing.T) {
 	const chunk = 8192
 	set, _ := genArray(t, 8*chunk, chunk, "<f8", 1000)
 	// A stalled body is given up after a fifth of the timeout: 2 s to
 	// replace the object before the read asks for the rest.
-	m := startNetMount(t, set.Dir, []string{"v"}, 0, "--cache-size", "1MiB", "--s3-timeout", "10s")
+	const ttl = 2 * time.Second
+	m := startNetMount(t, set.Dir, []string{"v"}, 0, "--cache-size", "1MiB", "--s3-timeout", "10s", "--metadata-ttl", ttl.String())
+	// Chunk 0 is read, and kept, before it changes too: through a file
+	// of its own, whose read-ahead the read below does not follow.
+	f0 := m.openData(t, "v")
+	if out, err := preadCheck(f0, m.want["v"], 0, chunk*8); out != readRight {
+		t.Fatalf("reading chunk 0: %v", err)
+	}
 	f := m.openData(t, "v")
 	key := "ds/v/3"
 	m.proxy.Inject(key, faultproxy.Fault{Kind: faultproxy.StallMidBody}, 1)
@@ -283,6 +292,20 @@ func TestS3MountObjectChanged(t *testing.T) {
 	errs, err := os.ReadFile(filepath.Join(m.d.mnt, ".nczarrfs", "errors"))
 	if err != nil || !bytes.Contains(errs, []byte("changed while it was read")) {
 		t.Errorf(".nczarrfs/errors = %q, %v; want the changed object", errs, err)
+	}
+
+	// Once --metadata-ttl has passed, reads get the new version of both
+	// chunks, the one whose read failed and the one read before it
+	// changed, whole.
+	m.srv.Put(t, "net", map[string][]byte{"ds/v/0": replaced})
+	time.Sleep(ttl + 500*time.Millisecond)
+	now := bytes.Clone(m.want["v"])
+	copy(now[3*chunk*8:], replaced)
+	copy(now, replaced)
+	for _, c := range []int64{3, 0} {
+		if out, err := preadCheck(f0, now, c*chunk*8, chunk*8); out != readRight {
+			t.Errorf("chunk %d after the TTL: %v; want its new bytes", c, err)
+		}
 	}
 }
 
@@ -523,5 +546,33 @@ func TestS3MountRandomFaultsFar(t *testing.T) {
 	}
 	if m.d.exited() {
 		t.Fatalf("the daemon exited:\n%s", clip(m.d.output.String()))
+	}
+}
+
+// TestS3MountChunkReplacedAfterTTL: a compressed chunk decoded and kept in
+// the chunk cache, then replaced in the bucket, is read again from the
+// bucket once --metadata-ttl has passed: the next read gets the new bytes,
+// whole.
+func TestS3MountChunkReplacedAfterTTL(t *testing.T) {
+	const n, chunk = 4096, 512
+	dir, _ := genCodecArrays(t, n, chunk)
+	const ttl = 2 * time.Second
+	m := startNetMount(t, dir, []string{"zlib"}, 0, "--metadata-ttl", ttl.String())
+	f := m.openData(t, "zlib")
+	want := m.want["zlib"]
+	if out, err := preadCheck(f, want, 0, chunk*8); out != readRight {
+		t.Fatalf("reading chunk 0: %v", err)
+	}
+	// Chunk 0 becomes what chunk 1 holds: zarr-python's own bytes.
+	one, err := os.ReadFile(filepath.Join(dir, "tree", "zlib", "1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.srv.Put(t, "net", map[string][]byte{"ds/zlib/0": one})
+	time.Sleep(ttl + 500*time.Millisecond)
+	now := bytes.Clone(want)
+	copy(now, want[chunk*8:2*chunk*8])
+	if out, err := preadCheck(f, now, 0, chunk*8); out != readRight {
+		t.Errorf("chunk 0 after the TTL: %v; want its new bytes", err)
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/nczarrfs/nczarrfs/nczarr"
 	"github.com/nczarrfs/nczarrfs/zmap"
 	"github.com/nczarrfs/nczarrfs/zmap/diskcache"
+	"github.com/nczarrfs/nczarrfs/zmap/listcache"
 	"github.com/nczarrfs/nczarrfs/zmap/source"
 )
 
@@ -258,6 +259,7 @@ func runMount(c *cli.Context) error {
 	if kernelTTL == 0 {
 		kernelTTL = -1
 	}
+	chunks.SetMaxAge(chunkMaxAge(cfg.metadataTTL))
 	ds, err := nczarr.Open(ctx, kept, nczarr.Options{Cache: chunks, Logger: log, Decoders: decoders})
 	if err != nil {
 		if errors.Is(err, nczarr.ErrNoDataset) {
@@ -451,4 +453,19 @@ func requestTimeout(store zmap.Store) time.Duration {
 		return t.Timeout() + time.Second
 	}
 	return 0
+}
+
+// chunkMaxAge is how long a decoded chunk serves reads before it is read
+// from the store again, so that a chunk replaced in the bucket shows after
+// --metadata-ttl, as new names do: the TTL itself, for ever with
+// "forever", and a second with 0, so that the reads of one cat still
+// share the chunks they decode.
+func chunkMaxAge(ttl time.Duration) time.Duration {
+	switch ttl {
+	case listcache.Forever:
+		return 0
+	case 0:
+		return time.Second
+	}
+	return ttl
 }

@@ -139,12 +139,12 @@ func (s *Store) ListFlat(ctx context.Context, prefix string, limit int) (zmap.Fl
 	if !ok {
 		return zmap.FlatListing{}, fmt.Errorf("list %q: %w", prefix, errors.ErrUnsupported)
 	}
+	start := s.begin()
 	l, err := fl.ListFlat(ctx, prefix, limit)
-	s.flat.requests.Add(int64(max(l.Requests, 1)))
-	s.flat.bytes.Add(int64(len(l.Entries)))
-	if err != nil && !errors.Is(err, zmap.ErrNotFound) {
-		s.flat.errors.Add(1)
-	}
+	// Its pages are requested several at once: it counts as many
+	// requests as pages, but has no one latency (Latency leaves it out).
+	s.end(&s.flat, start, int64(len(l.Entries)), err)
+	s.flat.requests.Add(int64(max(l.Requests, 1)) - 1)
 	return l, err
 }
 
