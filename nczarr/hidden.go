@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/nczarrfs/nczarrfs/zmap"
 )
 
 // metadataNames are the names of the metadata objects of every Zarr and
@@ -22,21 +24,33 @@ var metadataNames = map[string]bool{
 // an array at ".zmetadata".
 //
 // A node found by the walk has its metadata object below its path, so
-// only declared nodes need the check; and only those named like a
-// metadata object, one request each: checking every declared node would
-// cost consolidated metadata the listings it exists to save (one per
-// group: 21 LISTs to open a consolidated dataset of 21 groups, which
-// takes 5 GETs).
+// only declared nodes need the check. Where a kept listing of its folder
+// holds the node's name (zmap/listcache: on S3 the dataset's one flat
+// listing), it answers with no request; a local store is asked about
+// every declared node (a stat each); a distant store with no listing only
+// about those named like a metadata object, one request each: asking
+// about every declared node would cost consolidated metadata the
+// requests it exists to save.
 func (w *walker) yieldToObjects(ctx context.Context) {
 	d := w.d
-	var suspects []string
+	kept, _ := zmap.As[lister](d.store)
+	remote, _ := zmap.As[interface{ Remote() bool }](d.store)
+	var suspects, hidden []string
 	for _, p := range append(sortedKeys(d.groups), sortedKeys(d.arrays)...) {
-		if _, name := splitKey(p); p != "" && metadataNames[name] {
+		if p == "" {
+			continue
+		}
+		parent, name := splitKey(p)
+		switch {
+		case kept != nil && kept.Listed(parent):
+			if e, ok := kept.Cached(p); ok && !e.Dir {
+				hidden = append(hidden, p)
+			}
+		case metadataNames[name] || remote == nil || !remote.Remote():
 			suspects = append(suspects, p)
 		}
 	}
 	var mu sync.Mutex
-	var hidden []string
 	var wg sync.WaitGroup
 	for _, key := range suspects {
 		wg.Add(1)

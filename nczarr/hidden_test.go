@@ -43,7 +43,7 @@ func TestDeclaredNodeYieldsToObject(t *testing.T) {
 	if g := d.Group("g"); g == nil || !slices.Equal(g.Arrays, []string{"g/w"}) {
 		t.Errorf("group g: %+v", g)
 	}
-	for _, key := range []string{".zmetadata", "g/.zattrs"} {
+	for _, key := range []string{".zmetadata", "g/.zattrs", "g/notes.txt"} {
 		if !strings.Contains(logs.String(), "key="+key) {
 			t.Errorf("no log line names %s:\n%s", key, logs.String())
 		}

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nczarrfs/nczarrfs/internal/miniotest"
 )
 
 // TestMountDirectories mounts every fixture dataset's directory tree by its
@@ -589,14 +591,24 @@ func TestHiddenObjectMount(t *testing.T) {
 	if out, err := exec.Command(python, "fixtures/hidden_object.py", src).CombinedOutput(); err != nil {
 		t.Fatalf("zarr-python: %v\n%s", err, out)
 	}
-	mnt := mount(t, src)
-	for _, rel := range []string{".zmetadata", "g/.zattrs", "g/notes.txt"} {
-		checkFile(t, filepath.Join(src, rel), filepath.Join(mnt, rel), rel)
+	check := func(t *testing.T, mnt string) {
+		for _, rel := range []string{".zmetadata", "g/.zattrs", "g/notes.txt"} {
+			checkFile(t, filepath.Join(src, rel), filepath.Join(mnt, rel), rel)
+		}
+		if _, err := os.Stat(filepath.Join(mnt, "v", "data")); err != nil {
+			t.Error(err)
+		}
+		if _, err := os.Stat(filepath.Join(mnt, "g", "w", "data")); err != nil {
+			t.Error(err)
+		}
 	}
-	if _, err := os.Stat(filepath.Join(mnt, "v", "data")); err != nil {
-		t.Error(err)
-	}
-	if _, err := os.Stat(filepath.Join(mnt, "g", "w", "data")); err != nil {
-		t.Error(err)
-	}
+	t.Run("directory", func(t *testing.T) { check(t, mount(t, src)) })
+	// On S3 the dataset's flat listing tells the objects from the nodes.
+	t.Run("s3", func(t *testing.T) {
+		srv := miniotest.Start(t)
+		s3Env(t, srv)
+		srv.CreateBucket(t, "hidden")
+		srv.PutTree(t, "hidden", "ds", src)
+		check(t, startDaemon(t, srv.Endpoint+"/hidden/ds#mode=zarr,s3").mnt)
+	})
 }
