@@ -13,6 +13,7 @@ import (
 
 	"github.com/nczarrfs/nczarrfs/nczarr/codec"
 	"github.com/nczarrfs/nczarrfs/zmap"
+	"github.com/nczarrfs/nczarrfs/zmap/listcache"
 )
 
 func TestErrnoOf(t *testing.T) {
@@ -86,7 +87,7 @@ func (shortStore) ReadAt(ctx context.Context, key string, p []byte, off int64) (
 // the failure is logged once naming the key.
 func TestObjectReadNeverShort(t *testing.T) {
 	var buf bytes.Buffer
-	tr := &tree{store: shortStore{}, rep: &reporter{log: slog.New(slog.NewTextHandler(&buf, nil)), seen: map[string]bool{}}}
+	tr := &tree{lc: listcache.New(shortStore{}, listcache.Options{TTL: listcache.Forever}), rep: &reporter{log: slog.New(slog.NewTextHandler(&buf, nil)), seen: map[string]bool{}}}
 	o := &object{t: tr, key: "v/0", size: 100}
 	for _, tc := range []struct{ off, n int64 }{{0, 100}, {50, 4096}, {99, 1}} {
 		if _, errno := o.Read(context.Background(), nil, make([]byte, tc.n), tc.off); errno != syscall.EIO {

@@ -92,9 +92,8 @@ const readSize = 1 << 20
 
 // tree is what every node shares.
 type tree struct {
-	ds    *nczarr.Dataset
-	store zmap.Store
-	lc    *listcache.Store // the store, keeping its listings
+	ds *nczarr.Dataset
+	lc *listcache.Store // the store, keeping its listings
 	// remote: a request costs a round trip (S3); times not known from
 	// a listing are then not asked for (times.go).
 	remote bool
@@ -146,7 +145,6 @@ func newTree(ds *nczarr.Dataset, store zmap.Store, opts Options) *tree {
 	remote, _ := zmap.As[interface{ Remote() bool }](store)
 	t := &tree{
 		ds:      ds,
-		store:   lc,
 		lc:      lc,
 		remote:  remote != nil && remote.Remote(),
 		rep:     &reporter{log: log, seen: map[string]bool{}},
@@ -369,7 +367,7 @@ func (d *dir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.
 		// A local folder entry may be a link out of the dataset
 		// (zmap/file lists it as a folder): Stat refuses it.
 	}
-	e, err := d.t.store.Stat(ctx, key)
+	e, err := d.t.lc.Stat(ctx, key)
 	if err == nil {
 		return d.newObject(ctx, key, e, out), 0
 	}
@@ -377,7 +375,7 @@ func (d *dir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.
 		return nil, d.t.rep.errno("lookup", key, err)
 	}
 	// Not an object: a prefix of deeper keys is a directory.
-	entries, err := d.t.store.Search(ctx, key)
+	entries, err := d.t.lc.Search(ctx, key)
 	if err != nil {
 		return nil, d.t.rep.errno("lookup", key, err)
 	}
@@ -438,7 +436,7 @@ func (d *dir) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 	if errno := d.ready(ctx); errno != 0 {
 		return nil, errno
 	}
-	entries, err := d.t.store.Search(ctx, d.key)
+	entries, err := d.t.lc.Search(ctx, d.key)
 	if err != nil {
 		return nil, d.t.rep.errno("readdir", d.key, err)
 	}
@@ -584,7 +582,7 @@ func (o *object) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off in
 	}
 	ctx, cancel := o.t.bound(ctx)
 	defer cancel()
-	n, err := o.t.store.ReadAt(ctx, o.key, dest, off)
+	n, err := o.t.lc.ReadAt(ctx, o.key, dest, off)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, o.t.rep.errno("read", o.key, err)
 	}

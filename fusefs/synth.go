@@ -179,14 +179,14 @@ func (d *dir) stored(ctx context.Context, name string) (bool, error) {
 	// Not listed: two requests (a HEAD and a LIST of the name) rather
 	// than a listing of a folder that may hold 100,000 chunks before the
 	// first byte of data.
-	_, err := d.t.store.Stat(ctx, key)
+	_, err := d.t.lc.Stat(ctx, key)
 	if err == nil {
 		return true, nil
 	}
 	if !errors.Is(err, zmap.ErrNotFound) {
 		return false, err
 	}
-	entries, err := d.t.store.Search(ctx, key)
+	entries, err := d.t.lc.Search(ctx, key)
 	return len(entries) > 0, err
 }
 

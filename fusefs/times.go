@@ -99,7 +99,7 @@ func (t *tree) dirTime(ctx context.Context, key string) time.Time {
 		tm, err = t.rootTime(ctx)
 	default:
 		var e zmap.Entry
-		e, err = t.store.Stat(ctx, t.metaObject(key))
+		e, err = t.lc.Stat(ctx, t.metaObject(key))
 		tm = e.ModTime
 		if errors.Is(err, zmap.ErrNotFound) {
 			tm, err = t.dirTime(ctx, ""), nil
@@ -117,7 +117,7 @@ func (t *tree) dirTime(ctx context.Context, key string) time.Time {
 // rootTime finds the time of the root (see above).
 func (t *tree) rootTime(ctx context.Context) (time.Time, error) {
 	for _, key := range []string{t.metaObject(""), ".zmetadata"} {
-		e, err := t.store.Stat(ctx, key)
+		e, err := t.lc.Stat(ctx, key)
 		if err == nil {
 			return e.ModTime, nil
 		}
@@ -125,7 +125,7 @@ func (t *tree) rootTime(ctx context.Context) (time.Time, error) {
 			return time.Time{}, err
 		}
 	}
-	entries, err := t.store.Search(ctx, "")
+	entries, err := t.lc.Search(ctx, "")
 	var newest time.Time
 	for _, e := range entries {
 		if e.ModTime.After(newest) {

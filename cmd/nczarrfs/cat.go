@@ -55,16 +55,12 @@ func runCat(c *cli.Context) error {
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
-	ds, store, err := openDataset(ctx, c, c.Args().Get(0))
+	_, store, a, err := openArray(ctx, c)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
 	name := c.Args().Get(1)
-	a := ds.Array(arrayPath(name))
-	if a == nil {
-		return fmt.Errorf("%s: no such array (nczarrfs ls lists them)", name)
-	}
 	if a.Err != nil {
 		return fmt.Errorf("%s cannot be read: %w", name, a.Err)
 	}

@@ -104,6 +104,22 @@ func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
+// openArray opens the dataset of the first argument and returns it, its
+// store (for the caller to close) and its array named by the second.
+func openArray(ctx context.Context, c *cli.Context) (*nczarr.Dataset, zmap.Store, *nczarr.Array, error) {
+	ds, store, err := openDataset(ctx, c, c.Args().Get(0))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	name := c.Args().Get(1)
+	a := ds.Array(arrayPath(name))
+	if a == nil {
+		store.Close()
+		return nil, nil, nil, fmt.Errorf("%s: no such array (nczarrfs ls lists them)", name)
+	}
+	return ds, store, a, nil
+}
+
 // arrayPath turns a user's ARRAY or PATH argument ("/g1/v", "g1/v/",
 // "") into a dataset key prefix ("g1/v").
 func arrayPath(p string) string {

@@ -56,17 +56,12 @@ func runPreview(c *cli.Context) error {
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
-	ds, store, err := openDataset(ctx, c, c.Args().Get(0))
+	ds, store, a, err := openArray(ctx, c)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	name := c.Args().Get(1)
-	p := arrayPath(name)
-	if ds.Array(p) == nil {
-		return fmt.Errorf("%s: no such array (nczarrfs ls lists them)", name)
-	}
-	pic, err := preview.Render(ctx, ds, p, opts)
+	pic, err := preview.Render(ctx, ds, a.Path, opts)
 	if err != nil {
 		return err
 	}
