@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"sync/atomic"
 	"time"
 )
@@ -336,4 +337,29 @@ func readBody(a *Answer, p []byte) (int, error) {
 func readAll(a *Answer) ([]byte, error) {
 	defer a.Body.Close()
 	return io.ReadAll(a.Body)
+}
+
+// DefaultTimeout bounds one operation of a remote store, retries
+// included, when neither a flag nor the environment says otherwise.
+const DefaultTimeout = 30 * time.Second
+
+// TimeoutEnv names the environment variables that set the timeout of
+// remote stores when no option does, in order: NCZARRFS_TIMEOUT, and
+// NCZARRFS_S3_TIMEOUT, its older name. Each holds a Go duration ("10s").
+var TimeoutEnv = []string{"NCZARRFS_TIMEOUT", "NCZARRFS_S3_TIMEOUT"}
+
+// EnvTimeout returns the timeout the environment sets (TimeoutEnv), or
+// DefaultTimeout when it sets none; a value that is not a positive
+// duration is an error.
+func EnvTimeout() (time.Duration, error) {
+	for _, name := range TimeoutEnv {
+		if v := os.Getenv(name); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return 0, fmt.Errorf("%s=%q is not a positive duration such as 10s", name, v)
+			}
+			return d, nil
+		}
+	}
+	return DefaultTimeout, nil
 }
