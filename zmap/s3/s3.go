@@ -1,6 +1,7 @@
-// Package s3 is the zmap backend for datasets stored in Amazon S3 or an
-// S3-compatible server (MinIO, Ceph, ...), built on aws-sdk-go-v2. What
-// remote stores share (pacing, resumed bodies, timeouts) is zmap/remote's.
+// Package s3 is the zmap backend for datasets stored in Amazon S3, an
+// S3-compatible server (MinIO, Ceph, ...) or Google Cloud Storage through
+// its XML API (Location.Google), built on aws-sdk-go-v2. What remote
+// stores share (pacing, resumed bodies, timeouts) is zmap/remote's.
 //
 // A Store is rooted at a key prefix inside one bucket: store key "g/v/0.0"
 // is object "<prefix>/g/v/0.0". Search is ListObjectsV2 with delimiter "/",
@@ -23,7 +24,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"path"
 	"strings"
 	"sync/atomic"
@@ -44,14 +44,15 @@ import (
 // Defaults for Options.
 const (
 	// DefaultTimeout bounds one store operation, retries included.
-	DefaultTimeout = 30 * time.Second
+	DefaultTimeout = remote.DefaultTimeout
 	// DefaultMaxAttempts is how many times one request is tried.
 	DefaultMaxAttempts = 5
 	// DefaultRegion is used when neither the URL, Options nor the AWS
 	// configuration name a region. Custom endpoints such as MinIO accept it.
 	DefaultRegion = "us-east-1"
-	// TimeoutEnv names the environment variable that sets the timeout
-	// when Options.Timeout is zero.
+	// TimeoutEnv names the older environment variable that sets the
+	// timeout when Options.Timeout is zero; NCZARRFS_TIMEOUT comes first
+	// (remote.TimeoutEnv).
 	TimeoutEnv = "NCZARRFS_S3_TIMEOUT"
 )
 
@@ -70,8 +71,8 @@ type Options struct {
 	NoSignRequest bool
 	// Timeout bounds every store operation (one page for Search),
 	// retries included. When zero, the environment variable
-	// NCZARRFS_S3_TIMEOUT (a Go duration such as "10s") sets it, else
-	// DefaultTimeout.
+	// NCZARRFS_TIMEOUT or NCZARRFS_S3_TIMEOUT (a Go duration such as
+	// "10s") sets it, else DefaultTimeout (remote.EnvTimeout).
 	Timeout time.Duration
 	// MaxAttempts is how many times a request is tried before its error is
 	// returned; DefaultMaxAttempts when zero.
@@ -116,14 +117,11 @@ func Open(ctx context.Context, loc Location, opts Options) (*Store, error) {
 	}
 	s := &Store{loc: loc, timeout: opts.Timeout, log: opts.Logger}
 	if s.timeout <= 0 {
-		s.timeout = DefaultTimeout
-		if v := os.Getenv(TimeoutEnv); v != "" {
-			d, err := time.ParseDuration(v)
-			if err != nil || d <= 0 {
-				return nil, fmt.Errorf("s3: %s=%q is not a positive duration such as 10s", TimeoutEnv, v)
-			}
-			s.timeout = d
+		d, err := remote.EnvTimeout()
+		if err != nil {
+			return nil, fmt.Errorf("s3: %w", err)
 		}
+		s.timeout = d
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -151,6 +149,14 @@ func Open(ctx context.Context, loc Location, opts Options) (*Store, error) {
 		region = opts.Region
 	}
 	anonymous := opts.NoSignRequest
+	if loc.Google {
+		// Public buckets are the common case: HMAC keys only when a
+		// profile is named, as netcdf-c reads them.
+		anonymous = anonymous || profile == ""
+		if region == "" {
+			region = GoogleRegion
+		}
+	}
 
 	// The SDK's own buildable client keeps AWS_CA_BUNDLE working: the
 	// config loader can only add a CA bundle to this type.
@@ -222,7 +228,15 @@ func Open(ctx context.Context, loc Location, opts Options) (*Store, error) {
 	// fifth of the timeout is given up (and resumed, or retried).
 	cfg.HTTPClient = remote.Watch(cfg.HTTPClient, s.r.Pacer(), remote.StallAfter(s.timeout))
 
+	if loc.Google {
+		// Google's XML API computes no AWS checksums.
+		cfg.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+		cfg.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
+	}
 	s.client = s3.NewFromConfig(cfg, func(o *s3.Options) {
+		if loc.Google {
+			o.APIOptions = append(o.APIOptions, signWithout)
+		}
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
 		}
@@ -243,6 +257,9 @@ func Open(ctx context.Context, loc Location, opts Options) (*Store, error) {
 
 	if anonymous {
 		s.creds = "none (anonymous requests, --no-sign-request)"
+		if loc.Google && !opts.NoSignRequest {
+			s.creds = "none (anonymous requests to Google Cloud Storage; --profile names HMAC keys)"
+		}
 	} else if cfg.Credentials == nil {
 		return nil, errors.New("s3: no AWS credentials provider configured")
 	} else {
@@ -403,13 +420,10 @@ func (s *Store) listPrefix(k string) string {
 	return full + "/"
 }
 
-// url names store key k as s3://bucket/full/key, for messages.
+// url names store key k as s3://bucket/full/key (gs:// in Google Cloud
+// Storage), for messages.
 func (s *Store) url(k string) string {
-	full := s.loc.key(k)
-	if full == "" {
-		return "s3://" + s.loc.Bucket
-	}
-	return "s3://" + s.loc.Bucket + "/" + full
+	return s.loc.scheme() + "://" + s.loc.Bucket + s.loc.keyPath(s.loc.key(k))
 }
 
 // checkKey rejects keys that cannot name an object in a zmap: empty, or
