@@ -22,6 +22,9 @@ func (b backend) Open(ctx context.Context, key string, rng *remote.Range, etag s
 	req.Header.Set("Accept-Encoding", "identity")
 	if rng != nil {
 		req.Header.Set("Range", rng.Header())
+		b.s.reqs.RangedGET()
+	} else {
+		b.s.reqs.GET()
 	}
 	if etag != "" {
 		req.Header.Set("If-Match", etag)

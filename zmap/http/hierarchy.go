@@ -33,6 +33,12 @@ type array struct {
 	keys  zarrmeta.KeyEncoding
 }
 
+// declares reports whether key is a metadata object of the hierarchy.
+func (h *hierarchy) declares(key string) bool {
+	_, ok := slices.BinarySearch(h.meta, key)
+	return ok
+}
+
 // arrayAt returns the array whose folder holds prefix, or nil.
 func (h *hierarchy) arrayAt(prefix string) *array {
 	for p := prefix; ; {

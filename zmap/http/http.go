@@ -11,7 +11,9 @@
 // probing every chunk key of the array's grid with HEAD (once per probe
 // window, ProbeWindow). A listed name therefore always opens, and a chunk
 // the server does not have (404) is not listed and reads as the fill value.
-// Stat, Get and ReadAt ask the server for any key, listed or not.
+// Stat, Get and ReadAt ask the server for any key, listed or not, but for
+// a Zarr metadata object (.zarray, .zgroup, .zattrs, zarr.json) that the
+// consolidated metadata does not declare, which names nothing.
 //
 // Get and ReadAt go through zmap/remote: paced, bounded by the timeout,
 // retried on 429, 503 and broken connections, and resumed with a ranged
@@ -76,6 +78,7 @@ type Store struct {
 	r      *remote.Reader
 	log    *slog.Logger
 	h      *hierarchy
+	reqs   remote.Requests
 
 	mu     sync.Mutex
 	probes map[string]*probe // GUARDED_BY(mu): by array path
@@ -158,6 +161,11 @@ func (s *Store) Remote() bool { return true }
 // per chunk key, so that no one lists folders ahead of need.
 func (s *Store) ListsByProbing() bool { return true }
 
+// RequestKinds returns the requests the Store sent, by kind, retries
+// included (remote.Requests): a Search is a HEAD per object it asks for,
+// and no LIST.
+func (s *Store) RequestKinds() (get, rangedGET, head, list int64) { return s.reqs.RequestKinds() }
+
 // Throttled returns how many answers asked the Store to slow down.
 func (s *Store) Throttled() int64 { return s.r.Throttled() }
 
@@ -194,9 +202,28 @@ func checkKey(key string) error {
 	return nil
 }
 
+// zarrMeta are the names of the metadata objects consolidated metadata
+// declares.
+var zarrMeta = map[string]bool{".zarray": true, ".zgroup": true, ".zattrs": true, "zarr.json": true}
+
+// undeclared reports whether key is a Zarr metadata object that the
+// consolidated metadata does not declare: the hierarchy comes from it
+// alone, so such a key names nothing, and asking the server would only
+// cost a request (readers ask for every array's optional .zattrs).
+func (s *Store) undeclared(key string) error {
+	_, name := splitKey(key)
+	if zarrMeta[name] && s.h != nil && !s.h.declares(key) {
+		return fmt.Errorf("http: %s: %w (not in the consolidated metadata)", s.url(key), zmap.ErrNotFound)
+	}
+	return nil
+}
+
 // Get returns the whole object stored under key.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	if err := s.undeclared(key); err != nil {
 		return nil, err
 	}
 	return s.r.Get(ctx, key)
@@ -206,6 +233,9 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 // request (remote.Reader.ReadAt: never a short read).
 func (s *Store) ReadAt(ctx context.Context, key string, p []byte, off int64) (int, error) {
 	if err := checkKey(key); err != nil {
+		return 0, err
+	}
+	if err := s.undeclared(key); err != nil {
 		return 0, err
 	}
 	if off < 0 {
@@ -234,6 +264,9 @@ func (s *Store) Stat(ctx context.Context, key string) (zmap.Entry, error) {
 	if err := checkKey(key); err != nil {
 		return zmap.Entry{}, err
 	}
+	if err := s.undeclared(key); err != nil {
+		return zmap.Entry{}, err
+	}
 	var e zmap.Entry
 	err := s.r.Do(ctx, func(rctx context.Context) (err error) {
 		e, err = s.head(rctx, key)
@@ -251,6 +284,7 @@ func (s *Store) head(ctx context.Context, key string) (zmap.Entry, error) {
 	if err != nil {
 		return zmap.Entry{}, err
 	}
+	s.reqs.HEAD()
 	resp, err := s.client.Do(req)
 	if err != nil {
 		return zmap.Entry{}, err
