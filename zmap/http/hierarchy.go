@@ -23,7 +23,17 @@ var ErrNotConsolidated = errors.New("no consolidated metadata")
 type hierarchy struct {
 	meta   []string          // keys of the metadata objects, sorted
 	arrays map[string]*array // by path ("" for a root array)
+	// nczarr1 is set for a dataset that netcdf-c 4.8 wrote (NCZarr's
+	// first formats, with a .nczarr object at its root): its own objects
+	// (.nczgroup, .nczarray or .nczvar, .nczattr or .nczattrs), which
+	// consolidated metadata does not declare, are looked for in each
+	// folder listed.
+	nczarr1 bool
 }
+
+// nczarrObjects are the objects of NCZarr's first format in a group's
+// folder and in an array's.
+var nczarrObjects = map[bool][]string{false: {".nczattr", ".nczattrs", ".nczgroup"}, true: {".nczarray", ".nczattr", ".nczattrs", ".nczvar"}}
 
 // array is an array's chunk grid: where its chunk objects may be.
 type array struct {
@@ -101,6 +111,14 @@ func (s *Store) readHierarchy(ctx context.Context) (*hierarchy, error) {
 		h, err := parseZmetadata(zmeta)
 		if err != nil {
 			return nil, fmt.Errorf("http: %s is not consolidated Zarr metadata: %w", s.url(".zmetadata"), err)
+		}
+		switch _, err := s.Stat(ctx, ".nczarr"); {
+		case err == nil:
+			h.nczarr1 = true
+			h.meta = append(h.meta, ".nczarr")
+			slices.Sort(h.meta)
+		case !errors.Is(err, zmap.ErrNotFound):
+			return nil, err
 		}
 		return h, nil
 	case !errors.Is(err, zmap.ErrNotFound):

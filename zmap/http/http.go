@@ -354,6 +354,14 @@ func (s *Store) Search(ctx context.Context, prefix string) ([]zmap.Entry, error)
 			names[name] = true
 		}
 	}
+	if s.h.nczarr1 && (prefix == "" || s.h.declares(prefix+"/.zgroup") || s.h.arrays[prefix] != nil) {
+		for _, name := range nczarrObjects[s.h.arrays[prefix] != nil] {
+			if _, seen := names[name]; !seen {
+				names[name] = false
+				metas = append(metas, zmap.Join(prefix, name))
+			}
+		}
+	}
 	entries := map[string]zmap.Entry{}
 	if a := s.h.arrayAt(prefix); a != nil {
 		chunks, err := s.probe(ctx, a)
