@@ -118,10 +118,10 @@ func pythonHTTPServer(t *testing.T, dir string) string {
 }
 
 // TestHTTPMountFixtures serves every fixture dataset that has, or can be
-// given, consolidated metadata from Go's file server and mounts it: the
-// same files and bytes as the tree, every array's data equal to the
-// reference tools' values. The zarr-python consolidated datasets are also
-// served by python3 -m http.server, which ignores Range and sends no ETag.
+// given, consolidated metadata from python3 -m http.server (which ignores
+// Range and sends no ETag) and mounts it: the same files and bytes as the
+// tree, every array's data equal to the reference tools' values. Two are
+// also served by Go's file server, with Range and ETags.
 func TestHTTPMountFixtures(t *testing.T) {
 	served := 0
 	for _, set := range fixtures(t) {
@@ -139,12 +139,16 @@ func TestHTTPMountFixtures(t *testing.T) {
 				}
 				copied := ds
 				copied.Tree = rel
-				srv := etagServer(t, dir)
-				mnt := mount(t, srv.URL+"/#mode="+httpMode(set))
+				// A server in a process of its own, as MinIO is: one in
+				// this test process, slowed down with it on a loaded
+				// machine, makes the mount's reads wait on the very
+				// process that reads.
+				base := pythonHTTPServer(t, dir)
+				mnt := mount(t, base+"/#mode="+httpMode(set))
 				checkDataset(t, mnt, set, copied)
-				if ds.Name == "zarr-consolidated" || strings.HasPrefix(ds.Name, "xarray") {
-					base := pythonHTTPServer(t, dir)
-					mnt := mount(t, base+"#mode="+httpMode(set))
+				if ds.Name == "zarr-consolidated" || ds.Name == "zarr-codecs" {
+					srv := etagServer(t, dir)
+					mnt := mount(t, srv.URL+"#mode="+httpMode(set))
 					checkDataset(t, mnt, set, copied)
 				}
 			})
