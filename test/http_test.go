@@ -10,6 +10,7 @@ package test
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -40,8 +41,9 @@ zarr.consolidate_metadata(zarr.DirectoryStore(sys.argv[1]))
 // consolidatedCopy copies the dataset's tree to a new folder and, unless
 // it has consolidated metadata (.zmetadata, or consolidated_metadata or an
 // array in a v3 root zarr.json), consolidates it with zarr-python. ok is
-// false for a tree that cannot be (a v3 group without it: zarr-python 2
-// writes v2 only).
+// false for a tree that cannot be: a v3 group without it (zarr-python 2
+// writes v2 only; consolidateV3 does what zarr-python 3 would) or a v2
+// root array.
 func consolidatedCopy(t *testing.T, set fixtureSet, ds dataset) (dir string, ok bool) {
 	t.Helper()
 	src := ds.TreePath(set)
@@ -53,8 +55,12 @@ func consolidatedCopy(t *testing.T, set fixtureSet, ds dataset) (dir string, ok 
 		return dir, true
 	}
 	if root, err := os.ReadFile(filepath.Join(dir, "zarr.json")); err == nil {
-		return dir, bytes.Contains(root, []byte(`"consolidated_metadata": {`)) || bytes.Contains(root, []byte(`"node_type": "array"`)) ||
-			bytes.Contains(root, []byte(`"consolidated_metadata":{`)) || bytes.Contains(root, []byte(`"node_type":"array"`))
+		var doc map[string]any
+		if err := json.Unmarshal(root, &doc); err != nil {
+			t.Fatalf("%s/zarr.json: %v", ds.Name, err)
+		}
+		cm, _ := doc["consolidated_metadata"].(map[string]any)
+		return dir, cm != nil || doc["node_type"] == "array"
 	}
 	if _, err := os.Stat(filepath.Join(dir, ".zgroup")); err != nil {
 		return dir, false // a root array without .zmetadata
@@ -290,4 +296,108 @@ func TestHTTPMountFaults(t *testing.T) {
 	p.InjectRandom(0, nil, 0)
 	s := readStats(t, mnt)
 	t.Logf("injected %v; resumed %v, throttled %v", p.Injected(), s["store.pacing.resumed"], s["store.pacing.throttled"])
+}
+
+// TestHTTPMountV3 serves the zarrita datasets a web server can serve (a
+// root zarr.json with consolidated_metadata, or a root array) from
+// python3 -m http.server and mounts them: the same files and bytes as the
+// tree. The others (v3 groups without consolidated metadata) are
+// refused.
+func TestHTTPMountV3(t *testing.T) {
+	set := v3Fixtures(t)
+	served := 0
+	for _, ds := range set.Datasets {
+		t.Run(ds.Name, func(t *testing.T) {
+			t.Parallel()
+			dir, ok := consolidatedCopy(t, set, ds)
+			if !ok && ds.Name == "v3-sharded" {
+				// Shards are read by Range requests: give it what
+				// zarr-python 3's consolidate_metadata writes.
+				consolidateV3(t, dir)
+				ok = true
+			}
+			base := pythonHTTPServer(t, dir)
+			if !ok {
+				mnt := filepath.Join(t.TempDir(), "mnt")
+				if err := os.Mkdir(mnt, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				_, stderr, code := runBinary(t, nil, "mount", "--daemon", base+"#mode=zarr,http", mnt)
+				if code != 1 || !strings.Contains(stderr, "consolidated metadata") {
+					t.Errorf("mount of a v3 group without consolidated metadata: exit %d, %q; want 1 and a line saying why", code, stderr)
+				}
+				if _, mounted := mountedAt(mnt); mounted {
+					unmount(t, mnt)
+				}
+				return
+			}
+			rel, err := filepath.Rel(set.Dir, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			copied := ds
+			copied.Tree = rel
+			mnt := mount(t, base+"#mode=zarr,http")
+			checkDataset(t, mnt, set, copied)
+			if ds.Name == "v3-sharded" {
+				// From a server that honours Range, a shard's index
+				// and inner chunks are read by ranged GETs.
+				srv := etagServer(t, dir)
+				mnt := mount(t, srv.URL+"#mode=zarr,http")
+				checkDataset(t, mnt, set, copied)
+				if got := readRequests(t, mnt); got.RangedGET == 0 {
+					t.Errorf("sharded array read with %+v; want ranged GETs", got)
+				}
+			}
+		})
+		if ds.Name == "v3-consolidated" || ds.Name == "v3-root-array" || ds.Name == "v3-sharded" {
+			served++
+		}
+	}
+	if served != 3 {
+		t.Errorf("served %d of v3-consolidated, v3-root-array and v3-sharded; want all", served)
+	}
+}
+
+// consolidateV3 adds to the root zarr.json of the v3 tree dir the
+// consolidated_metadata of every node below it, as zarr-python 3's
+// consolidate_metadata does (inline: each node's zarr.json by its path).
+func consolidateV3(t *testing.T, dir string) {
+	t.Helper()
+	nodes := map[string]any{}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() != "zarr.json" || filepath.Dir(p) == dir {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		var doc any
+		if err := json.Unmarshal(b, &doc); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		rel, err := filepath.Rel(dir, filepath.Dir(p))
+		nodes[filepath.ToSlash(rel)] = doc
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rootFile := filepath.Join(dir, "zarr.json")
+	b, err := os.ReadFile(rootFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root map[string]any
+	if err := json.Unmarshal(b, &root); err != nil {
+		t.Fatal(err)
+	}
+	root["consolidated_metadata"] = map[string]any{"kind": "inline", "must_understand": false, "metadata": nodes}
+	if b, err = json.MarshalIndent(root, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(rootFile, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
