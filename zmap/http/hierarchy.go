@@ -72,7 +72,11 @@ func (h *hierarchy) arrayAt(prefix string) *array {
 func (a *array) chunkCount() int64 {
 	n := int64(1)
 	for d, size := range a.shape {
-		n *= (size + a.grid[d] - 1) / a.grid[d]
+		if size == 0 {
+			return 0
+		}
+		// Rounded up without overflow, and at most MaxProbe+1.
+		n *= min((size-1)/a.grid[d]+1, MaxProbe+1)
 		if n > MaxProbe {
 			return MaxProbe + 1
 		}
@@ -91,7 +95,7 @@ func (a *array) eachChunk(fn func(key string)) {
 		d := len(idx) - 1
 		for ; d >= 0; d-- {
 			idx[d]++
-			if idx[d]*a.grid[d] < a.shape[d] {
+			if idx[d] <= (a.shape[d]-1)/a.grid[d] {
 				break
 			}
 			idx[d] = 0
