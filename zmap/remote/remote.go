@@ -16,7 +16,11 @@
 //   - Reader counts what the store's stats report beyond the request kinds
 //     (internal/stats counts GET, ranged GET, HEAD and LIST from the
 //     zmap.Store methods themselves): throttled answers, the request limit,
-//     resumed bodies and reads of changed objects.
+//     resumed bodies and reads of changed objects. A store whose zmap
+//     calls are not one request each counts its requests by kind in a
+//     Requests, which stats then reports instead.
+//   - DefaultTimeout and EnvTimeout are the timeout every remote store
+//     takes when no option sets one (NCZARRFS_TIMEOUT, NCZARRFS_S3_TIMEOUT).
 //
 // A backend implements Backend, one request per call, and classifies its
 // own errors (Class). Nothing here imports FUSE or a cloud SDK.
