@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -22,6 +23,7 @@ import (
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/nczarrfs/nczarrfs/internal/miniotest"
+	"github.com/nczarrfs/nczarrfs/internal/stats"
 )
 
 // gcsEnv is s3Env with srv's keys only in a shared credentials file, as
@@ -167,4 +169,56 @@ func TestGCSMountBadInput(t *testing.T) {
 			t.Errorf("listing a folder of a bucket that refuses listing: %v; want EACCES", err)
 		}
 	})
+}
+
+// TestGCSMountRequests mounts a zarr-python group of 20 arrays with
+// .zmetadata from gs:// (MinIO in Google's place, HMAC keys) and counts
+// the requests of each step, as for S3: the mount lists the dataset flat
+// and reads the root's metadata; ls -l makes no request; cat of an
+// array's data reads its one chunk.
+func TestGCSMountRequests(t *testing.T) {
+	srv := miniotest.Start(t)
+	gcsEnv(t, srv)
+	out := t.TempDir()
+	if b, err := exec.Command(python, "-c", genGroupScript, out, "20", "1").CombinedOutput(); err != nil {
+		t.Fatalf("writing the group: %v\n%s", err, b)
+	}
+	srv.CreateBucket(t, "counts")
+	srv.PutTree(t, "counts", "ds", filepath.Join(out, "tree"))
+	mnt := mount(t, "gs://counts/ds", "--endpoint-url", srv.Endpoint, "--profile", "hmac", "--metadata-ttl", "1h")
+	base := readRequests(t, mnt)
+	t.Logf("mount: %+v", base)
+	if base.LIST == 0 || base.GET == 0 {
+		t.Errorf("mount: %+v; want the flat listing and the root's metadata", base)
+	}
+	step := func(what string, run func() error) stats.Kinds {
+		t.Helper()
+		before := readRequests(t, mnt)
+		if err := run(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		got := minus(readRequests(t, mnt), before)
+		t.Logf("%s: %+v", what, got)
+		return got
+	}
+	if got := step("ls -l /", func() error { return exec.Command("ls", "-l", mnt).Run() }); got.Total() != 0 {
+		t.Errorf("ls -l of the root: %+v; want none (the flat listing answers)", got)
+	}
+	if got := step("ls -l v0002", func() error { return exec.Command("ls", "-l", filepath.Join(mnt, "v0002")).Run() }); got.Total() != 0 {
+		t.Errorf("ls -l of an array: %+v; want none", got)
+	}
+	want, err := os.ReadFile(filepath.Join(out, "expected", "v0003.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var data []byte
+	if got := step("cat v0003/data", func() (err error) {
+		data, err = os.ReadFile(filepath.Join(mnt, "v0003", "data"))
+		return err
+	}); got.GET+got.RangedGET != 1 || got.LIST+got.HEAD != 0 {
+		t.Errorf("cat of an array's data: %+v; want its one chunk", got)
+	}
+	if string(data) != string(want) {
+		t.Errorf("v0003/data = %x, want zarr's %x", data, want)
+	}
 }
