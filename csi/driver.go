@@ -224,6 +224,8 @@ func grpcError(err error) error {
 	switch {
 	case err == nil:
 		return nil
+	case status.Code(err) != codes.Unknown:
+		return err // a status already
 	case errors.Is(err, errInvalid):
 		return status.Error(codes.InvalidArgument, strings.TrimPrefix(err.Error(), errInvalid.Error()+": "))
 	case errors.As(err, &me):

@@ -88,7 +88,7 @@ type mountState int
 const (
 	notMounted mountState = iota
 	mounted               // an nczarrfs mount that answers
-	stale                 // an nczarrfs mount whose daemon is gone (ENOTCONN)
+	stale                 // an nczarrfs mount whose daemon is gone (ENOTCONN, ECONNABORTED)
 	otherMount            // a mount of something else
 )
 
@@ -105,7 +105,12 @@ func stateOf(target string) mountState {
 	case m.FSType != "fuse.nczarrfs":
 		return otherMount
 	}
-	if _, err := os.Stat(target); errors.Is(err, syscall.ENOTCONN) {
+	// statfs always reaches the daemon; a stat may be answered from the
+	// kernel's cache of the root's attributes. The kernel answers
+	// ENOTCONN, or ECONNABORTED once it has aborted the connection (the
+	// daemon was killed).
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(target, &st); errors.Is(err, syscall.ENOTCONN) || errors.Is(err, syscall.ECONNABORTED) {
 		return stale
 	}
 	return mounted
