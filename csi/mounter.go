@@ -36,6 +36,7 @@ type MountRequest struct {
 // --daemon", which returns once the mount is up (its exit status says
 // whether it came up) and leaves the daemon running in a session of its
 // own, so that neither a crash nor a restart of the plugin stops it. The
+// mount lets every user in (--allow-other: the pods' users read it). The
 // secrets travel in the daemon's environment, never on its command line.
 type DaemonMounter struct {
 	Exe string
@@ -50,7 +51,8 @@ func (e *MountError) Error() string { return e.Msg }
 
 // Mount implements Mounter.
 func (d DaemonMounter) Mount(ctx context.Context, m MountRequest) error {
-	args := []string{"mount", "--daemon", "--log-file", m.LogFile, "--metrics-addr", "unix:" + m.MetricsSocket}
+	// --allow-other: the pods' users, not root, read the volume.
+	args := []string{"mount", "--daemon", "--allow-other", "--log-file", m.LogFile, "--metrics-addr", "unix:" + m.MetricsSocket}
 	args = append(args, m.Flags...)
 	args = append(args, "--", m.Source, m.Target)
 	cmd := exec.CommandContext(ctx, d.Exe, args...)

@@ -11,12 +11,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -31,6 +33,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	"gopkg.in/yaml.v3"
 
 	"github.com/nczarrfs/nczarrfs/internal/miniotest"
 )
@@ -510,5 +513,267 @@ func TestCSIStaleSocket(t *testing.T) {
 	info, err := id.GetPluginInfo(context.Background(), &csi.GetPluginInfoRequest{})
 	if err != nil || info.Name != "nczarrfs.csi.nczarrfs.io" {
 		t.Errorf("GetPluginInfo after replacing a stale socket: %v, %v", info, err)
+	}
+}
+
+// csiManifest is the part of the CSI manifests the checks read.
+type csiManifest struct {
+	Kind     string `yaml:"kind"`
+	Metadata struct {
+		Name string `yaml:"name"`
+	} `yaml:"metadata"`
+	StringData map[string]string `yaml:"stringData"` // a Secret's
+	Resources  []string          `yaml:"resources"`  // a Kustomization's
+	Spec       struct {
+		// CSIDriver
+		AttachRequired       *bool    `yaml:"attachRequired"`
+		PodInfoOnMount       bool     `yaml:"podInfoOnMount"`
+		RequiresRepublish    bool     `yaml:"requiresRepublish"`
+		VolumeLifecycleModes []string `yaml:"volumeLifecycleModes"`
+		// PersistentVolume
+		CSI *csiVolumeSource `yaml:"csi"`
+		// Pod
+		Volumes    []csiPodVolume `yaml:"volumes"`
+		Containers []k8sContainer `yaml:"containers"`
+		// DaemonSet
+		Template struct {
+			Spec struct {
+				Containers []k8sContainer `yaml:"containers"`
+				Volumes    []csiPodVolume `yaml:"volumes"`
+			} `yaml:"spec"`
+		} `yaml:"template"`
+	} `yaml:"spec"`
+}
+
+type csiVolumeSource struct {
+	Driver           string            `yaml:"driver"`
+	ReadOnly         bool              `yaml:"readOnly"`
+	VolumeAttributes map[string]string `yaml:"volumeAttributes"`
+	SecretRef        *struct {
+		Name string `yaml:"name"`
+	} `yaml:"nodePublishSecretRef"`
+}
+
+type csiPodVolume struct {
+	Name     string           `yaml:"name"`
+	CSI      *csiVolumeSource `yaml:"csi"`
+	HostPath *struct {
+		Path string `yaml:"path"`
+	} `yaml:"hostPath"`
+}
+
+var helpAttributes = regexp.MustCompile(`Volume attributes: ([a-zA-Z, ]+)\.`)
+
+// TestKubernetesCSIManifests parses examples/kubernetes/csi and checks
+// what makes them work with the binary: the CSIDriver's name and modes;
+// the DaemonSet's nczarrfs csi flags (its own --help has them), its
+// liveness probe on --metrics-addr, the plugin's socket where
+// node-driver-registrar looks for it and where kubelet will (the
+// registration path in the host folder mounted at the socket's folder),
+// kubelet's folder mounted Bidirectional; every volume's driver, its
+// attributes (those --help lists) and its Secret, whose keys are
+// credential variables. kubectl kustomize builds them offline.
+func TestKubernetesCSIManifests(t *testing.T) {
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "examples", "kubernetes", "csi")
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil || len(files) < 5 {
+		t.Fatalf("manifests in %s: %v, %v", dir, files, err)
+	}
+	help, _, code := runCommand(t, nil, staticBinary(t), "csi", "--help")
+	if code != 0 {
+		t.Fatalf("nczarrfs csi --help: exit %d", code)
+	}
+	m := helpAttributes.FindStringSubmatch(help)
+	if m == nil {
+		t.Fatalf("nczarrfs csi --help lists no volume attributes:\n%s", help)
+	}
+	attributes := map[string]bool{}
+	for _, a := range strings.Split(m[1], ", ") {
+		attributes[strings.TrimSpace(a)] = true
+	}
+	const driver = "nczarrfs.csi.nczarrfs.io"
+	if !strings.Contains(help, "node plugin "+driver) {
+		t.Errorf("nczarrfs csi --help does not name the driver %s", driver)
+	}
+
+	kinds := map[string]int{}
+	secrets := map[string]map[string]string{}
+	var volumes []*csiVolumeSource
+	var listed []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(b))
+		for {
+			var obj csiManifest
+			if err := dec.Decode(&obj); err == io.EOF {
+				break
+			} else if err != nil {
+				t.Fatalf("%s: not YAML: %v", f, err)
+			}
+			name := filepath.Base(f) + ": " + obj.Kind + " " + obj.Metadata.Name
+			kinds[obj.Kind]++
+			switch obj.Kind {
+			case "Kustomization":
+				listed = obj.Resources
+			case "Secret":
+				secrets[obj.Metadata.Name] = obj.StringData
+			case "CSIDriver":
+				s := obj.Spec
+				if obj.Metadata.Name != driver || s.AttachRequired == nil || *s.AttachRequired || !s.PodInfoOnMount || !s.RequiresRepublish ||
+					!slices.Contains(s.VolumeLifecycleModes, "Persistent") || !slices.Contains(s.VolumeLifecycleModes, "Ephemeral") {
+					t.Errorf("%s: %+v; want %s, attachRequired false, podInfoOnMount and requiresRepublish true, Persistent and Ephemeral", name, s, driver)
+				}
+			case "PersistentVolume":
+				volumes = append(volumes, obj.Spec.CSI)
+			case "Pod":
+				for _, v := range obj.Spec.Volumes {
+					if v.CSI != nil {
+						volumes = append(volumes, v.CSI)
+					}
+				}
+			case "DaemonSet":
+				checkCSIDaemonSet(t, name, obj, help, driver)
+			}
+		}
+	}
+	for _, kind := range []string{"CSIDriver", "DaemonSet", "Secret", "PersistentVolume", "PersistentVolumeClaim", "Pod", "Kustomization"} {
+		if kinds[kind] == 0 {
+			t.Errorf("no %s in %s", kind, dir)
+		}
+	}
+	if kinds["Pod"] < 2 || len(volumes) < 2 {
+		t.Errorf("%d pods and %d CSI volumes; want a PersistentVolume's and an inline one", kinds["Pod"], len(volumes))
+	}
+	for _, v := range volumes {
+		if v == nil || v.Driver != driver || !v.ReadOnly {
+			t.Errorf("volume %+v: want driver %s, read-only", v, driver)
+			continue
+		}
+		if v.VolumeAttributes["source"] == "" {
+			t.Errorf("volume %+v has no source", v)
+		}
+		for a := range v.VolumeAttributes {
+			if !attributes[a] {
+				t.Errorf("volume attribute %q is not one of nczarrfs csi's (%s)", a, m[1])
+			}
+		}
+		if v.SecretRef != nil {
+			s, ok := secrets[v.SecretRef.Name]
+			if !ok {
+				t.Errorf("volume's secret %q is not in the manifests", v.SecretRef.Name)
+			}
+			for k := range s {
+				if !regexp.MustCompile(`^(AWS|AZURE_STORAGE)_[A-Z0-9_]+$`).MatchString(k) {
+					t.Errorf("secret %s: key %s is not a credential variable the plugin takes", v.SecretRef.Name, k)
+				}
+			}
+		}
+	}
+	for _, f := range files {
+		if base := filepath.Base(f); base != "kustomization.yaml" && !slices.Contains(listed, base) {
+			t.Errorf("kustomization.yaml does not list %s", base)
+		}
+	}
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Logf("kubectl not installed: the manifests were checked as YAML only")
+		return
+	}
+	out, stderr, code := runCommand(t, nil, kubectl, "kustomize", dir)
+	if n := strings.Count("\n"+out, "\nkind: "); code != 0 || n != 7 {
+		t.Errorf("kubectl kustomize %s: exit %d, %d objects, want 7: %s%s", dir, code, n, out, stderr)
+	}
+}
+
+// checkCSIDaemonSet checks the node plugin's DaemonSet (see
+// TestKubernetesCSIManifests).
+func checkCSIDaemonSet(t *testing.T, name string, obj csiManifest, help, driver string) {
+	t.Helper()
+	spec := obj.Spec.Template.Spec
+	hostPaths := map[string]string{}
+	for _, v := range spec.Volumes {
+		if v.HostPath != nil {
+			hostPaths[v.Name] = v.HostPath.Path
+		}
+	}
+	// hostFolder is the node's folder mounted at path in container c.
+	hostFolder := func(c k8sContainer, path string) string {
+		for _, vm := range c.VolumeMounts {
+			if vm.MountPath == path {
+				return hostPaths[vm.Name]
+			}
+		}
+		return ""
+	}
+	var socket, registration string
+	for _, c := range spec.Containers {
+		switch {
+		case strings.Contains(c.Image, "nczarrfs"):
+			if len(c.Args) == 0 || c.Args[0] != "csi" {
+				t.Fatalf("%s: container %s: args %q, want csi ...", name, c.Name, c.Args)
+			}
+			port := ""
+			for _, a := range c.Args[1:] {
+				flag, value, _ := strings.Cut(a, "=")
+				if !strings.Contains(help, flag+" ") {
+					t.Errorf("%s: nczarrfs csi has no flag %s", name, flag)
+				}
+				switch flag {
+				case "--endpoint":
+					p := strings.TrimPrefix(value, "unix://")
+					if host := hostFolder(c, filepath.Dir(p)); host != "" {
+						socket = filepath.Join(host, filepath.Base(p))
+					}
+				case "--metrics-addr":
+					_, port, _ = strings.Cut(value, ":")
+				}
+			}
+			ports := map[string]string{}
+			for _, p := range c.Ports {
+				ports[p.Name] = strconv.Itoa(p.ContainerPort)
+			}
+			if p := c.LivenessProbe; p == nil || p.HTTPGet.Path != "/healthz" || ports[p.HTTPGet.Port] != port || port == "" {
+				t.Errorf("%s: liveness probe %+v, want GET /healthz on --metrics-addr's port %q", name, p, port)
+			}
+			if !c.SecurityContext.Privileged {
+				t.Errorf("%s: the plugin's container is not privileged", name)
+			}
+			kubelet := false
+			for _, vm := range c.VolumeMounts {
+				kubelet = kubelet || vm.MountPath == "/var/lib/kubelet" && vm.MountPropagation == "Bidirectional" && hostPaths[vm.Name] == "/var/lib/kubelet"
+			}
+			if !kubelet {
+				t.Errorf("%s: kubelet's folder is not mounted at /var/lib/kubelet with Bidirectional propagation", name)
+			}
+		case strings.Contains(c.Image, "csi-node-driver-registrar"):
+			var address string
+			for _, a := range c.Args {
+				flag, value, _ := strings.Cut(a, "=")
+				switch flag {
+				case "--csi-address":
+					if host := hostFolder(c, filepath.Dir(value)); host != "" {
+						address = filepath.Join(host, filepath.Base(value))
+					}
+				case "--kubelet-registration-path":
+					registration = value
+				}
+			}
+			if address == "" || address != registration {
+				t.Errorf("%s: the registrar reaches the socket at %q on the node, and tells kubelet %q", name, address, registration)
+			}
+			if c.LivenessProbe == nil {
+				t.Errorf("%s: the registrar has no liveness probe", name)
+			}
+		}
+	}
+	if socket == "" || socket != registration || !strings.Contains(socket, driver) {
+		t.Errorf("%s: the plugin's socket is %q on the node, kubelet is told %q", name, socket, registration)
 	}
 }
