@@ -369,7 +369,13 @@ func TestCSIKubelet(t *testing.T) {
 		}
 	}
 
-	// Unpublish: unmounted, target removed, daemon gone; again: fine.
+	// Unpublish: unmounted (the zip's lazily: a file in it is open),
+	// target removed, daemon gone once the file is closed; again: fine.
+	open, err := os.Open(filepath.Join(zipTarget, "header.cdl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer open.Close()
 	for _, req := range []*csi.NodePublishVolumeRequest{zipReq, s3Req} {
 		for range 2 {
 			if _, err := node.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: req.VolumeId, TargetPath: req.TargetPath}); err != nil {
@@ -378,6 +384,14 @@ func TestCSIKubelet(t *testing.T) {
 		}
 		if _, err := os.Lstat(req.TargetPath); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("%s after NodeUnpublishVolume: %v, want it gone", req.TargetPath, err)
+		}
+		if req == zipReq {
+			want, _ := os.ReadFile(filepath.Join(direct, "header.cdl"))
+			got, err := io.ReadAll(open)
+			if err != nil || !bytes.Equal(got, want) {
+				t.Errorf("reading a file left open in the unpublished volume: %d bytes, %v; want the %d of the dataset", len(got), err, len(want))
+			}
+			open.Close()
 		}
 		waitDetachedExit(t, req.TargetPath)
 	}
