@@ -180,7 +180,7 @@ func (d *Driver) unpublish(target, id string) error {
 //     gone, is mounted again in place when it needs no secrets; one that
 //     had secrets is unmounted cleanly (its target is left, empty) and is
 //     mounted again by kubelet's next NodePublishVolume (the CSIDriver's
-//     requiresRepublish makes kubelet call it every minute or so), which
+//     requiresRepublish makes kubelet call it periodically), which
 //     brings the secrets: the plugin keeps none;
 //   - a record whose target is gone (the pod's folder removed) is dropped.
 //
