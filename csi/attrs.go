@@ -48,10 +48,9 @@ const kubeletPrefix = "csi.storage.k8s.io/"
 // volume; a volume's options may not set them.
 var pluginFlags = []string{"--log-file", "--metrics-addr", "--daemon", "--log-format"}
 
-// volumeSpec is what a NodePublishVolume asks to mount.
+// volumeSpec is what a NodePublishVolume brings beyond its record: its
+// secrets, which are never recorded.
 type volumeSpec struct {
-	source string
-	flags  []string
 	env    []string // KEY=VALUE of the secrets
 	values []string // the secrets' values, kept out of messages
 }
