@@ -119,3 +119,44 @@ func TestScrub(t *testing.T) {
 		t.Errorf("scrub = %q, want %q", got, want)
 	}
 }
+
+// FuzzParseAttributes: any attributes give a clear refusal or a source and
+// flags that set nothing the plugin sets itself.
+func FuzzParseAttributes(f *testing.F) {
+	f.Add("source", "/data/x.zip", "metadataTTL", "5m", "allow_other,page_cache")
+	f.Add("source", "s3://b/k", "noSignRequest", "true", "metrics_addr=0.0.0.0:1")
+	f.Add("cacheSize", "1GiB", "csi.storage.k8s.io/pod.name", "p", ",,")
+	// options turns each option into the flag of its name, as the mount
+	// helper's parser does for the options it knows.
+	options := func(opts []string) ([]string, error) {
+		var out []string
+		for _, o := range opts {
+			name, value, ok := strings.Cut(o, "=")
+			flag := "--" + strings.ReplaceAll(name, "_", "-")
+			if ok {
+				flag += "=" + value
+			}
+			out = append(out, flag)
+		}
+		return out, nil
+	}
+	f.Fuzz(func(t *testing.T, k1, v1, k2, v2, mountOptions string) {
+		attrs := map[string]string{k1: v1, k2: v2, attrMountOptions: mountOptions}
+		src, flags, err := parseAttributes(attrs, nil, options)
+		if err != nil {
+			if !errors.Is(err, errInvalid) {
+				t.Fatalf("error %v is not InvalidArgument", err)
+			}
+			return
+		}
+		if strings.TrimSpace(src) == "" {
+			t.Fatalf("no source from %q", attrs)
+		}
+		for _, fl := range flags {
+			name, _, _ := strings.Cut(fl, "=")
+			if !strings.HasPrefix(fl, "--") || slices.Contains(pluginFlags, name) {
+				t.Fatalf("flag %q from %q", fl, attrs)
+			}
+		}
+	})
+}

@@ -67,6 +67,10 @@ func startCSI(t *testing.T, sock, state string, env []string, args ...string) *c
 			p.cmd.Process.Kill()
 			<-p.done
 		}
+		// The binary is built with the race detector.
+		if out := p.output.String(); strings.Contains(out, "DATA RACE") || strings.Contains(out, "panic:") {
+			t.Errorf("nczarrfs csi:\n%s", out)
+		}
 	})
 	waitFor(t, "the CSI plugin's socket", func() bool {
 		select {
