@@ -128,6 +128,13 @@ func (d *Driver) mount(ctx context.Context, key string, rec record, spec volumeS
 		if errors.As(err, &me) {
 			err = &MountError{Msg: scrub(me.Msg, spec.values)}
 		}
+		if stateOf(rec.Target) == mounted {
+			// The daemon of a killed plugin's publish, still starting
+			// when the next plugin adopted the record, mounted there
+			// first: the volume is published.
+			d.log.Warn("a mount made meanwhile is there; keeping it", "volume", rec.VolumeID, "target", rec.Target, "err", err)
+			return nil
+		}
 		if rmErr := d.state.remove(key); rmErr != nil {
 			d.log.Error("removing the record of a failed mount", "volume", rec.VolumeID, "err", rmErr)
 		}

@@ -556,8 +556,9 @@ type csiManifest struct {
 		// DaemonSet
 		Template struct {
 			Spec struct {
-				Containers []k8sContainer `yaml:"containers"`
-				Volumes    []csiPodVolume `yaml:"volumes"`
+				ShareProcessNamespace bool           `yaml:"shareProcessNamespace"`
+				Containers            []k8sContainer `yaml:"containers"`
+				Volumes               []csiPodVolume `yaml:"volumes"`
 			} `yaml:"spec"`
 		} `yaml:"template"`
 	} `yaml:"spec"`
@@ -584,7 +585,8 @@ var helpAttributes = regexp.MustCompile(`Volume attributes: ([a-zA-Z, ]+)\.`)
 
 // TestKubernetesCSIManifests parses examples/kubernetes/csi and checks
 // what makes them work with the binary: the CSIDriver's name and modes;
-// the DaemonSet's nczarrfs csi flags (its own --help has them), its
+// the DaemonSet's shared process namespace (whose pause process reaps the
+// daemons), its nczarrfs csi flags (its own --help has them), its
 // liveness probe on --metrics-addr, the plugin's socket where
 // node-driver-registrar looks for it and where kubelet will (the
 // registration path in the host folder mounted at the socket's folder),
@@ -715,6 +717,9 @@ func TestKubernetesCSIManifests(t *testing.T) {
 func checkCSIDaemonSet(t *testing.T, name string, obj csiManifest, help, driver string) {
 	t.Helper()
 	spec := obj.Spec.Template.Spec
+	if !spec.ShareProcessNamespace {
+		t.Errorf("%s: shareProcessNamespace is not set: the mount daemons, orphaned once started, would stay zombies after they exit", name)
+	}
 	hostPaths := map[string]string{}
 	for _, v := range spec.Volumes {
 		if v.HostPath != nil {
