@@ -237,7 +237,8 @@ var pluginMetricsURL = regexp.MustCompile(`msg="serving metrics" url=(\S+)`)
 // a zip file, without secrets, and a MinIO bucket whose credentials come
 // only from the publish secrets. It publishes them (a writer mode: mounted read-only),
 // again (idempotent), reads every file and compares it with a direct
-// mount, checks the per-volume metrics against each mount's stats,
+// mount, publishes the zip for a second pod too, checks the per-volume
+// metrics against each mount's stats,
 // SIGKILLs the plugin and restarts it (the mounts are adopted), kills the
 // mount daemons (the zip's is mounted again in place by the next plugin,
 // the bucket's by the next publish, which brings its secrets), unpublishes
@@ -312,7 +313,21 @@ func TestCSIKubelet(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no metrics address in the plugin's log:\n%s", p.output.String())
 	}
-	checkVolumeMetrics(t, m[1], map[string]string{"run42": zipTarget, "bucket": s3Target})
+	// The same volume for a second pod: a mount of its own, with metrics
+	// of its own; unpublishing it leaves the first.
+	secondTarget := filepath.Join(pods, "pod-c", "volumes", "kubernetes.io~csi", "run42", "mount")
+	cleanupDetached(t, secondTarget)
+	second := publishReq("run42", secondTarget, csi.VolumeCapability_AccessMode_SINGLE_NODE_READER_ONLY, zipReq.VolumeContext, nil)
+	publish(second)
+	compareTrees(t, direct, secondTarget)
+	checkVolumeMetrics(t, m[1], [][2]string{{"run42", zipTarget}, {"bucket", s3Target}, {"run42", secondTarget}})
+	if _, err := node.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: "run42", TargetPath: secondTarget}); err != nil {
+		t.Fatal(err)
+	}
+	waitDetachedExit(t, secondTarget)
+	if _, err := os.Lstat(secondTarget); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s after NodeUnpublishVolume: %v, want it gone", secondTarget, err)
+	}
 
 	// A crash of the plugin: the mounts stay, and the next one adopts them.
 	p.kill(t)
@@ -405,11 +420,12 @@ func TestCSIKubelet(t *testing.T) {
 }
 
 // checkVolumeMetrics scrapes the plugin's metrics and checks, for each
-// volume (id -> target), that it is up and that its store and cache
+// volume (id and target), that it is up and that its store and cache
 // counters are its mount's .nczarrfs/stats.
-func checkVolumeMetrics(t *testing.T, url string, volumes map[string]string) {
+func checkVolumeMetrics(t *testing.T, url string, volumes [][2]string) {
 	t.Helper()
-	for id, target := range volumes {
+	for _, v := range volumes {
+		id, target := v[0], v[1]
 		labels := fmt.Sprintf(`target="%s",volume_id="%s"`, target, id)
 		var got map[string]float64
 		var stats map[string]float64
@@ -420,7 +436,7 @@ func checkVolumeMetrics(t *testing.T, url string, volumes map[string]string) {
 			stats = readStats(t, target)
 			got = scrape(t, url)
 			for k, v := range a {
-				if strings.Contains(k, id) && !strings.Contains(k, "process_") && !strings.Contains(k, "duration_seconds") && got[k] != v {
+				if strings.Contains(k, labels) && !strings.Contains(k, "process_") && !strings.Contains(k, "duration_seconds") && got[k] != v {
 					return false
 				}
 			}
