@@ -243,7 +243,7 @@ var pluginMetricsURL = regexp.MustCompile(`msg="serving metrics" url=(\S+)`)
 // mount daemons (the zip's is mounted again in place by the next plugin,
 // the bucket's by the next publish, which brings its secrets), unpublishes
 // (the targets are gone, twice over), and checks that no secret is in the
-// plugin's log, a daemon's log or any process's command line.
+// plugin's log or metrics, a daemon's log or any process's command line.
 func TestCSIKubelet(t *testing.T) {
 	set, ds := basicDataset(t)
 	zip := ds.ZipPath(set)
@@ -285,6 +285,22 @@ func TestCSIKubelet(t *testing.T) {
 	}
 	publish(zipReq)
 	publish(s3Req)
+	// Credentials the bucket refuses: the mount's own error, without the
+	// secret, and nothing left mounted.
+	badTarget := filepath.Join(pods, "pod-d", "volumes", "kubernetes.io~csi", "bucket", "mount")
+	cleanupDetached(t, badTarget)
+	badSecret := fmt.Sprintf("wrong-secret-%d", time.Now().UnixNano())
+	bad := publishReq("bucket", badTarget, csi.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY, s3Req.VolumeContext,
+		map[string]string{"AWS_ACCESS_KEY_ID": miniotest.User, "AWS_SECRET_ACCESS_KEY": badSecret})
+	_, err := node.NodePublishVolume(ctx, bad)
+	if st := status.Convert(err); st.Code() != codes.Internal || !strings.Contains(st.Message(), ds.Name) || strings.Contains(st.Message(), badSecret) {
+		t.Errorf("publishing with credentials the bucket refuses: %v %q; want Internal with the mount's error naming the dataset, and no secret", st.Code(), st.Message())
+	} else {
+		t.Logf("refused credentials: %s", st.Message())
+	}
+	if _, ok := mountedAt(badTarget); ok {
+		t.Errorf("a refused publish left a mount at %s", badTarget)
+	}
 	publish(zipReq) // again: idempotent
 	publish(s3Req)
 	checkVolumes := func(what string) {
@@ -321,6 +337,9 @@ func TestCSIKubelet(t *testing.T) {
 	publish(second)
 	compareTrees(t, direct, secondTarget)
 	checkVolumeMetrics(t, m[1], [][2]string{{"run42", zipTarget}, {"bucket", s3Target}, {"run42", secondTarget}})
+	if _, body := httpGet(t, m[1]); strings.Contains(body, miniotest.Password) {
+		t.Errorf("a secret is in the plugin's metrics")
+	}
 	if _, err := node.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: "run42", TargetPath: secondTarget}); err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +388,7 @@ func TestCSIKubelet(t *testing.T) {
 	checkVolumes("after the daemons died")
 
 	// No secret anywhere it must not be.
-	secrets := []string{miniotest.Password}
+	secrets := []string{miniotest.Password, badSecret}
 	logs, _ := filepath.Glob(filepath.Join(state, "volumes", "*", "mount.log"))
 	if len(logs) != 2 {
 		t.Errorf("daemon logs %v, want 2", logs)
