@@ -88,18 +88,21 @@ func New(opts Options) (*Driver, error) {
 	return d, nil
 }
 
-// Serve serves the CSI services on endpoint (unix:///path/csi.sock, or a
-// path) until ctx is done. A socket file left by a plugin that was killed
-// is replaced; one that a running plugin still answers on is an error.
-func (d *Driver) Serve(ctx context.Context, endpoint string) error {
+// Listen listens on endpoint (unix:///path/csi.sock, or a path). A socket
+// file left by a plugin that was killed is replaced; one that a running
+// plugin still answers on is an error.
+func Listen(endpoint string) (net.Listener, error) {
 	path, err := socketPath(endpoint)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	ln, err := listenUnix(path)
-	if err != nil {
-		return err
-	}
+	return listenUnix(path)
+}
+
+// Serve serves the CSI services on ln until ctx is done, and then removes
+// the socket file.
+func (d *Driver) Serve(ctx context.Context, ln net.Listener) error {
+	path := ln.Addr().String()
 	srv := grpc.NewServer(grpc.UnaryInterceptor(d.logCalls))
 	csi.RegisterIdentityServer(srv, identity{d: d})
 	csi.RegisterNodeServer(srv, node{d: d})
@@ -113,7 +116,7 @@ func (d *Driver) Serve(ctx context.Context, endpoint string) error {
 		}
 	}()
 	d.log.Info("serving CSI", "driver", DriverName, "endpoint", path, "node", d.opts.NodeID)
-	err = srv.Serve(ln)
+	err := srv.Serve(ln)
 	close(stopped)
 	os.Remove(path)
 	return err

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,7 +46,7 @@ type csiPlugin struct {
 }
 
 // startCSI starts the plugin serving on sock with its records in state,
-// and waits until it answers. Extra args follow. It is stopped (SIGTERM)
+// and waits until it serves. Extra args follow. It is stopped (SIGTERM)
 // when the test ends, unless it was killed before.
 func startCSI(t *testing.T, sock, state string, env []string, args ...string) *csiPlugin {
 	t.Helper()
@@ -72,17 +71,14 @@ func startCSI(t *testing.T, sock, state string, env []string, args ...string) *c
 			t.Errorf("nczarrfs csi:\n%s", out)
 		}
 	})
-	waitFor(t, "the CSI plugin's socket", func() bool {
+	// The plugin listens first, adopts its volumes, then serves.
+	waitFor(t, "the CSI plugin serving", func() bool {
 		select {
 		case <-p.done:
 			t.Fatalf("nczarrfs csi exited:\n%s", p.output.String())
 		default:
 		}
-		c, err := net.Dial("unix", sock)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
+		return strings.Contains(p.output.String(), `msg="serving CSI"`)
 	})
 	return p
 }

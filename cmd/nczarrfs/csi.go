@@ -89,16 +89,23 @@ func runCSI(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	// Listened on first: a bad endpoint fails at once, and calls that
+	// come while the previous plugin's volumes are adopted wait for it.
+	ln, err := csi.Listen(c.String("endpoint"))
+	if err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if err := driver.Adopt(ctx, adoptTimeout); err != nil {
+		ln.Close()
 		return err
 	}
 	if metricsLn != nil {
 		go metrics.Serve(ctx, metricsLn, driver.MetricsHandler(), logs.logger)
 		logs.logger.Info("serving metrics", "url", metrics.URL(metricsLn))
 	}
-	return driver.Serve(ctx, c.String("endpoint"))
+	return driver.Serve(ctx, ln)
 }
 
 // checkMountArgs checks a volume's mount command line (flags, "--",
