@@ -73,7 +73,7 @@ Examples:
 			&cli.StringFlag{Name: "profile", Usage: "AWS shared-config profile"},
 			&cli.BoolFlag{Name: "no-sign-request", Usage: "read a public bucket without credentials"},
 			&cli.DurationFlag{Name: "s3-timeout", Usage: "bound on each S3 request, retries included (default 30s, or NCZARRFS_S3_TIMEOUT)"},
-			&cli.StringFlag{Name: "metrics-addr", Usage: "serve Prometheus metrics on http://HOST:PORT/metrics, and /healthz and /readyz for probes (a port alone, :9100, listens on 127.0.0.1)"},
+			&cli.StringFlag{Name: "metrics-addr", Usage: "serve Prometheus metrics on http://HOST:PORT/metrics, and /healthz and /readyz for probes (a port alone, :9100, listens on 127.0.0.1; unix:PATH on a Unix socket)"},
 			metadataTTLFlag(),
 			// Set by the mount helper form: no "mounted" line for mount(8).
 			&cli.BoolFlag{Name: "mount-helper", Hidden: true},
@@ -238,7 +238,7 @@ func runMount(c *cli.Context) error {
 		serving, stopServing := context.WithCancel(context.Background())
 		defer stopServing()
 		go metrics.Serve(serving, metricsLn, metrics.Handler(mountStats, mounted.Load), log)
-		url := "http://" + metricsLn.Addr().String() + "/metrics"
+		url := metrics.URL(metricsLn)
 		if logs.file != nil {
 			log.Info("serving metrics", "url", url)
 		}
