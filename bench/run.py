@@ -20,7 +20,8 @@ each, no 4 GiB memory measurement, and the docs file left alone.
 
 Environment: MINIO_BIN (default $NCZARRFS_CACHE/bin/minio), BENCH_RUNS,
 BENCH_QUICK, BENCH_ONLY (some of throughput,slice,preview,readers,memory,
-metadata,distant; the docs file is then left alone), NCZARRFS_CACHE.
+metadata,distant,codecs; the docs file is then left alone), NCZARRFS_CACHE.
+BENCH_ONLY=codecs runs the decoder benchmark alone (pcodec beside zstd).
 BENCH_ONLY=distant runs the distant S3 table alone: MinIO behind
 internal/cmd/netem at a 20 ms round trip, with rclone mount beside it where
 rclone is installed.
@@ -271,6 +272,12 @@ class Bench:
 
     def run(self, prepare_only=False):
         """Writes and uploads what is missing, then (unless prepare_only) measures."""
+        if not prepare_only and os.environ.get("BENCH_ONLY", "") == "codecs":
+            # The decoder benchmark alone needs no dataset and no MinIO.
+            self.load = [os.getloadavg()[0]]
+            self.codecs()
+            self.load.append(os.getloadavg()[0])
+            return
         meta = self.gen("manyarrays.zarr", "manyarraysc.zarr", "manychunks.zarr", "manyarrays10k.zarr",
                         "xarrays.zarr", "xarraysc.zarr")
         # The distant table alone needs only the metadata datasets.
@@ -290,6 +297,8 @@ class Bench:
                     self.metadata()
                 if self.wants("distant"):
                     self.distant()
+                if self.wants("codecs"):
+                    self.codecs()
                 self.load.append(os.getloadavg()[0])
                 return
             sources = [
@@ -318,13 +327,34 @@ class Bench:
                 self.metadata()
             if self.wants("distant"):
                 self.distant()
+            if self.wants("codecs"):
+                self.codecs()
             self.load.append(os.getloadavg()[0])
 
     def wants(self, part):
         """Whether BENCH_ONLY (a comma-separated list of throughput, slice,
-        preview, readers, memory, metadata, distant; default all) names part."""
+        preview, readers, memory, metadata, distant, codecs; default all)
+        names part."""
         only = os.environ.get("BENCH_ONLY", "")
         return not only or part in only.split(",")
+
+    def codecs(self):
+        """pcodec's decoding speed beside zstd's on the same bytes: go test
+        -bench in nczarr/codec/pcodec, on 1 MiB chunks its test encoder makes
+        (no pcodec encoder is installed). One goroutine; median of the runs."""
+        out = subprocess.run(
+            ["go", "test", "-run", "^$", "-bench", "BenchmarkDecode", "-benchtime", "50x",
+             "-count", str(self.runs), "./nczarr/codec/pcodec"],
+            cwd=os.path.dirname(HERE), capture_output=True, text=True, check=True).stdout
+        speeds = {}
+        for m in re.finditer(r"BenchmarkDecode/(\S+)/(pcodec|zstd)-\d+\s+\d+\s+[\d.]+ ns/op\s+([\d.]+) MB/s", out):
+            speeds.setdefault((m[1], m[2]), []).append(float(m[3]))
+        for case in sorted({c for c, _ in speeds}):
+            p, z = median(speeds[(case, "pcodec")]), median(speeds[(case, "zstd")])
+            log(f"pcodec {case}: {p:.0f} MB/s, zstd {z:.0f} MB/s")
+            self.others.append([f"decode 1 MiB of {case} with pcodec, one core", f"{p:.0f} MB/s",
+                                f"zstd: {z:.0f} MB/s on the same bytes",
+                                "reported (pco in Rust: about 1 GB/s per core)"])
 
     # Each tool's cold read of a whole array.
 
@@ -734,10 +764,16 @@ def report(b, seconds):
         f"the benchmark took {seconds / 60:.1f} min; load average (1 min) "
         f"{b.load[0]:.1f} at the start and {b.load[1]:.1f} at the end, on {os.cpu_count()} CPUs.",
     ]
-    if not b.rows and not b.others:
-        return "\n".join(head + ["", "Distant S3: MinIO behind internal/cmd/netem, 10 ms each way (a 20 ms "
-                                 "round trip), MinIO's files in the page cache; requests from .nczarrfs/stats:",
-                                 "", table(["operation", "nczarrfs", "requests", "target"], b.far)])
+    if not b.rows:
+        # A BENCH_ONLY run without the throughput table.
+        parts = list(head)
+        if b.others:
+            parts += ["", "Further targets:", "", table(["measure", "nczarrfs", "for comparison", "target"], b.others)]
+        if b.far:
+            parts += ["", "Distant S3: MinIO behind internal/cmd/netem, 10 ms each way (a 20 ms "
+                      "round trip), MinIO's files in the page cache; requests from .nczarrfs/stats:",
+                      "", table(["operation", "nczarrfs", "requests", "target"], b.far)]
+        return "\n".join(parts)
     return "\n".join(head + [
         "",
         f"Reading a whole {b.array_bytes // MiB} MiB float32 array ({b.shape}, chunks 4×256×256, "

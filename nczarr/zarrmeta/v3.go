@@ -129,6 +129,19 @@ func ParsePipeline(codecs []Codec, shape []int64, dt dtype.DType) (*Pipeline, er
 			default:
 				return nil, fmt.Errorf("codec bytes: endian %q is not little or big", cfg.Endian)
 			}
+		case "numcodecs.pcodec":
+			// An array-to-bytes codec: pco turns the numbers into bytes
+			// itself, so it is the chain's innermost step and its output
+			// is the chunk in little-endian order.
+			if phase != 0 {
+				return nil, fmt.Errorf("two array-to-bytes codecs")
+			}
+			phase = 1
+			cfg, err := codec.V3Config(c.Name, c.Config)
+			if err != nil {
+				return nil, err
+			}
+			bytesToBytes = append(bytesToBytes, cfg)
 		case "sharding_indexed":
 			if phase != 0 {
 				return nil, fmt.Errorf("two array-to-bytes codecs")
@@ -141,7 +154,7 @@ func ParsePipeline(codecs []Codec, shape []int64, dt dtype.DType) (*Pipeline, er
 			p.Shard = s
 		default:
 			if phase == 0 {
-				return nil, fmt.Errorf("codec %q comes before the array-to-bytes codec (bytes or sharding_indexed), where only transpose may", c.Name)
+				return nil, fmt.Errorf("codec %q comes before the array-to-bytes codec (bytes, sharding_indexed or numcodecs.pcodec), where only transpose may", c.Name)
 			}
 			cfg, err := codec.V3Config(c.Name, c.Config)
 			if err != nil {
@@ -151,7 +164,7 @@ func ParsePipeline(codecs []Codec, shape []int64, dt dtype.DType) (*Pipeline, er
 		}
 	}
 	if phase == 0 {
-		return nil, fmt.Errorf("codecs %v have no array-to-bytes codec (bytes or sharding_indexed)", Names(codecs))
+		return nil, fmt.Errorf("codecs %v have no array-to-bytes codec (bytes, sharding_indexed or numcodecs.pcodec)", Names(codecs))
 	}
 	var err error
 	if p.Chain, err = codec.NewChain(bytesToBytes, nil, codec.ItemSize(dt.Size)); err != nil {
