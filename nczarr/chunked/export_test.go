@@ -16,3 +16,18 @@ func HintsGiven(a *Array) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// Settled waits until a's source has run every read-ahead load queued so
+// far: they run in the background.
+func Settled(a *Array) {
+	q := a.src.ahead
+	for {
+		q.mu.Lock()
+		idle := len(q.jobs) == 0 && q.running == 0
+		q.mu.Unlock()
+		if idle {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

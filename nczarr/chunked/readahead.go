@@ -60,6 +60,7 @@ type Reader struct {
 	launched int64 // GUARDED_BY(mu): chunks with a lower ordinal were read or prefetched
 	demoted  int64 // GUARDED_BY(mu): chunks with a lower ordinal were demoted
 	hinted   int64 // GUARDED_BY(mu): chunks with a lower ordinal were hinted to the store
+	walk     walk  // GUARDED_BY(mu): the reads seen as a walk (walk.go)
 }
 
 // NewReader returns a Reader of a's decoded bytes.
@@ -73,7 +74,10 @@ func (r *Reader) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 	n, hit, err := r.a.read(ctx, p, off, r.ahead)
 	if n > 0 && !hit {
 		r.mu.Lock()
-		if r.window < r.maxWindow() && off >= r.next-seqSlack {
+		switch {
+		case r.walk.period > 0:
+			r.walk.window = min(2*r.walk.window, maxWalkChunks(r.a))
+		case r.window < r.maxWindow() && off >= r.next-seqSlack:
 			r.window *= 2
 		}
 		r.mu.Unlock()
@@ -86,8 +90,11 @@ func (r *Reader) maxWindow() int64 { return max(minWindow, r.a.src.cache.Budget(
 
 // ahead is told about each read of [off, end) before it fetches its
 // chunks: for a sequential reader it queues the loads of the chunks that
-// start before end+window and demotes those that ended before off. It
-// reports whether the read continues a sequential run.
+// start before end+window and demotes those that ended before off; for a
+// walk (walk.go) it queues the loads of the chunks the next steps touch
+// and demotes those the walk passed. It reports whether the read should
+// go through the cache, where read-ahead puts the chunks: whether it
+// continues a sequential run or a walk.
 func (r *Reader) ahead(off, end int64) (sequential bool) {
 	a := r.a
 	g := a.grid()
@@ -99,6 +106,15 @@ func (r *Reader) ahead(off, end int64) (sequential bool) {
 	}
 
 	r.mu.Lock()
+	// A local store reads an uncompressed array's bytes straight into
+	// the reply (vecReads), faster than whole chunks through the cache.
+	if r.walk.observe(off, end-off) && !a.vecReads() {
+		r.started = false // a sequential run starts afresh after the walk
+		launch, passed := r.walk.plan(a, g, int(min(limit, int64(maxWalkChunks(a)))))
+		r.mu.Unlock()
+		r.load(g, launch, passed)
+		return true
+	}
 	if !r.started || off < r.next-seqSlack || off > r.next+seqSlack {
 		r.started = true
 		// A first read, or a jump: start following from here.
@@ -133,18 +149,7 @@ func (r *Reader) ahead(off, end int64) (sequential bool) {
 	}
 	r.mu.Unlock()
 
-	for _, o := range demote {
-		a.src.cache.Demote(a.ChunkKey(g.index(o)))
-	}
-	for _, o := range launch {
-		key := a.ChunkKey(g.index(o))
-		run, ok := a.src.cache.Prefetch(context.Background(), key, func(ctx context.Context, alloc cache.Alloc) ([]byte, error) {
-			return a.load(ctx, key, alloc, a.src.ahead.cpu)
-		})
-		if ok {
-			a.src.ahead.push(run)
-		}
-	}
+	r.load(g, launch, demote)
 	if len(hint) > 0 {
 		// Off the reader's path: opening a file whose inode is not
 		// cached waits for the disk.
@@ -156,6 +161,29 @@ func (r *Reader) ahead(off, end int64) (sequential bool) {
 	}
 	return true
 }
+
+// load demotes the chunks passed and queues the loads of the chunks
+// launch, in order.
+func (r *Reader) load(g chunkGrid, launch, passed []int64) {
+	a := r.a
+	for _, o := range passed {
+		a.src.cache.Demote(a.ChunkKey(g.index(o)))
+	}
+	for _, o := range launch {
+		key := a.ChunkKey(g.index(o))
+		run, ok := a.src.cache.Prefetch(context.Background(), key, func(ctx context.Context, alloc cache.Alloc) ([]byte, error) {
+			return a.load(ctx, key, alloc, a.src.ahead.cpu)
+		})
+		if ok {
+			a.src.ahead.push(run)
+		}
+	}
+}
+
+// maxWalkChunks is the most chunks a walk keeps predicted: four times the
+// store's concurrent requests, enough to keep them all busy while the
+// reader takes the loaded ones.
+func maxWalkChunks(a *Array) int { return 4 * a.src.par }
 
 // chunkGrid numbers an array's chunks in C order of their grid index, the
 // order in which a sequential read of the decoded bytes first touches them
