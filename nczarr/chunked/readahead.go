@@ -34,6 +34,8 @@ type willNeeder interface {
 // open file. A Reader that sees sequential reads loads the chunks ahead of
 // them in the background, in the order it will need them, and tells the
 // cache which chunks it is done with so that their buffers are reused.
+// One whose reads walk across the array by a stride, along any axis
+// (walk.go), loads the chunks of the walk's next steps instead.
 //
 // Its window (how far ahead it loads) starts at a few MiB and doubles
 // each time a read had to wait for a chunk, up to a quarter of the cache's
