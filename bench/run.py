@@ -20,11 +20,14 @@ each, no 4 GiB memory measurement, and the docs file left alone.
 
 Environment: MINIO_BIN (default $NCZARRFS_CACHE/bin/minio), BENCH_RUNS,
 BENCH_QUICK, BENCH_ONLY (some of throughput,slice,preview,readers,memory,
-metadata,distant,codecs; the docs file is then left alone), NCZARRFS_CACHE.
+metadata,distant,walks,codecs; the docs file is then left alone), NCZARRFS_CACHE.
 BENCH_ONLY=codecs runs the decoder benchmark alone (pcodec beside zstd).
 BENCH_ONLY=distant runs the distant S3 table alone: MinIO behind
 internal/cmd/netem at a 20 ms round trip, with rclone mount beside it where
-rclone is installed.
+rclone is installed. BENCH_ONLY=walks runs the walks table alone: time
+series and a column read by 4-byte preads, 20 ms away, against
+zarr-python; BENCH_BASELINE=BINARY adds another nczarrfs binary (an older
+build) to its runs, alternating with the others.
 """
 
 import argparse
@@ -265,6 +268,7 @@ class Bench:
         self.rows = []    # throughput table
         self.others = []  # further targets
         self.far = []     # the distant S3 table
+        self.walk_rows = []  # the walks table
 
     def gen(self, *names):
         subprocess.run([PY, os.path.join(HERE, "gen.py"), self.dir, *names], check=True)
@@ -279,15 +283,16 @@ class Bench:
             self.load.append(os.getloadavg()[0])
             return
         meta = self.gen("manyarrays.zarr", "manyarraysc.zarr", "manychunks.zarr", "manyarrays10k.zarr",
-                        "xarrays.zarr", "xarraysc.zarr")
+                        "xarrays.zarr", "xarraysc.zarr") if os.environ.get("BENCH_ONLY") != "walks" else []
         # The distant table alone needs only the metadata datasets.
         reads = prepare_only or any(self.wants(p) for p in ["throughput", "slice", "preview", "readers", "memory"])
         if reads:
             arrays, arrays_zip = self.gen("arrays.zarr", "arrays.zip")
             (big,) = self.gen("big.zarr")
+        walks = self.gen("walks.zarr") if prepare_only or self.wants("walks") else []
         with MinIO(self.minio_bin, os.path.join(self.dir, "minio")) as s3:
             self.s3 = s3
-            for local in ([arrays] if reads else []) + meta:
+            for local in ([arrays] if reads else []) + meta + walks:
                 s3.ensure(local, os.path.basename(local))
             if prepare_only:
                 return
@@ -297,6 +302,8 @@ class Bench:
                     self.metadata()
                 if self.wants("distant"):
                     self.distant()
+                if walks:
+                    self.walks(walks[0])
                 if self.wants("codecs"):
                     self.codecs()
                 self.load.append(os.getloadavg()[0])
@@ -327,13 +334,15 @@ class Bench:
                 self.metadata()
             if self.wants("distant"):
                 self.distant()
+            if walks:
+                self.walks(walks[0])
             if self.wants("codecs"):
                 self.codecs()
             self.load.append(os.getloadavg()[0])
 
     def wants(self, part):
         """Whether BENCH_ONLY (a comma-separated list of throughput, slice,
-        preview, readers, memory, metadata, distant, codecs; default all)
+        preview, readers, memory, metadata, distant, walks, codecs; default all)
         names part."""
         only = os.environ.get("BENCH_ONLY", "")
         return not only or part in only.split(",")
@@ -682,6 +691,77 @@ class Bench:
         self.far_row("ls of the 100,000-chunk array, after the mount", ls1, "≤ 4 s", 4)
         self.far_row("ls of it again", ls2, "≤ 0.3 s", 0.3)
 
+    # Readers that walk across the chunks, 20 ms away.
+
+    def walks(self, local):
+        """The walks table: a time series at one point read by 4-byte preads
+        down axis 0 of the data file, and a column read the same way, on a
+        fresh mount of MinIO behind internal/cmd/netem (10 ms each way),
+        against zarr-python's read of the same selection (boto3, 16
+        requests at a time) through the same link. MinIO's files stay in
+        the page cache. With BENCH_BASELINE, another nczarrfs binary runs
+        too, in the same alternation."""
+        netem = os.path.join(os.path.dirname(os.path.abspath(self.bin)), "netem")
+        if not os.path.exists(netem):
+            subprocess.run(["go", "build", "-o", netem, "./internal/cmd/netem"], check=True,
+                           cwd=os.path.dirname(HERE))
+        proxy = subprocess.Popen([netem, "-target", self.s3.addr, "-delay", "10ms"],
+                                 stdout=subprocess.PIPE, preexec_fn=die_with_parent)
+        try:
+            addr = proxy.stdout.readline().decode().strip()
+            env = {**self.s3.env, "AWS_ENDPOINT_URL": f"http://{addr}"}
+            src = f"http://{addr}/{BUCKET}/walks.zarr#mode=zarr,s3"
+            baseline = os.environ.get("BENCH_BASELINE")
+            for name, sel, goal in [("ts", (None, 100, 37), 2.0), ("ts1", (None, 100, 37), 2.0),
+                                    ("col", (None, 1000), 0.32)]:
+                with open(os.path.join(local, name, ".zarray")) as f:
+                    meta = json.load(f)
+                shape, chunks = meta["shape"], meta["chunks"]
+                # Element (i, sel[1:]) of a C-order array: off0 + i * stride.
+                strides = [math.prod(shape[d + 1:]) * 4 for d in range(len(shape))]
+                off0 = sum(i * s for i, s in zip(sel[1:], strides[1:]))
+                tools = [("nczarrfs", self.bin), ("zarr-python", None)]
+                if baseline:
+                    tools.append(("baseline", baseline))
+                times = {t: [] for t, _ in tools}
+                reqs = ""
+                for run in range(self.runs):
+                    for tool, binary in tools[run % len(tools):] + tools[:run % len(tools)]:
+                        if binary is None:
+                            selection = ",".join(":" if i is None else str(i) for i in sel)
+                            out = subprocess.run([PY, os.path.join(HERE, "zarrread.py"), "s3", f"{BUCKET}/walks.zarr",
+                                                  name, selection], capture_output=True, text=True, check=True,
+                                                 env={**os.environ, **env, "PYTHONPATH": HERE})
+                            times[tool].append(float(out.stdout))
+                            continue
+                        with Mount(binary, src, env=env) as m:
+                            before = self.requests(m) if tool == "nczarrfs" else None
+                            start = time.perf_counter()
+                            fd = os.open(m.path(name, "data"), os.O_RDONLY)
+                            try:
+                                for i in range(shape[0]):
+                                    if len(os.pread(fd, 4, off0 + i * strides[0])) != 4:
+                                        raise RuntimeError(f"short read of {name}/data")
+                            finally:
+                                os.close(fd)
+                            times[tool].append(time.perf_counter() - start)
+                            if before is not None:
+                                reqs = self.fmt_requests(before, self.requests(m))
+                ncz, zp = median(times["nczarrfs"]), median(times["zarr-python"])
+                touched = math.ceil(shape[0] / chunks[0])
+                what = (f"{'time series at a point' if len(shape) == 3 else 'column'} by {shape[0]:,} 4-byte preads, "
+                        f"{'×'.join(map(str, shape))} float32 zstd, chunks {'×'.join(map(str, chunks))} "
+                        f"({touched} chunks)")
+                compare = f"zarr-python a[{','.join(':' if i is None else str(i) for i in sel)}] {zp:.2f} s: {zp / ncz:.2f}x"
+                if baseline:
+                    compare += f"; baseline binary {median(times['baseline']):.2f} s"
+                ok = zp / ncz >= goal if goal >= 1 else ncz <= goal
+                target = f"≥ {goal:g}x zarr-python" if goal >= 1 else f"≤ {goal:g} s"
+                self.walk_rows.append([what, f"{ncz:.2f} s", compare, reqs, mark(ok, target)])
+        finally:
+            proxy.terminate()
+            proxy.wait()
+
     def rclone_rows(self, addr):
         """rclone mount of the same bucket beside it, where rclone is installed."""
         import shutil
@@ -764,6 +844,14 @@ def report(b, seconds):
         f"the benchmark took {seconds / 60:.1f} min; load average (1 min) "
         f"{b.load[0]:.1f} at the start and {b.load[1]:.1f} at the end, on {os.cpu_count()} CPUs.",
     ]
+    walks = [
+        "",
+        "Walks across the chunks, 20 ms away (MinIO behind internal/cmd/netem, its files in the page cache): "
+        "a fresh mount, open and 4-byte preads down the first axis of data, against zarr-python's read of the "
+        "same selection through the same link (boto3, 16 requests at a time); requests from .nczarrfs/stats:",
+        "",
+        table(["read", "nczarrfs", "for comparison", "requests", "target"], b.walk_rows),
+    ] if b.walk_rows else []
     if not b.rows:
         # A BENCH_ONLY run without the throughput table.
         parts = list(head)
@@ -773,7 +861,7 @@ def report(b, seconds):
             parts += ["", "Distant S3: MinIO behind internal/cmd/netem, 10 ms each way (a 20 ms "
                       "round trip), MinIO's files in the page cache; requests from .nczarrfs/stats:",
                       "", table(["operation", "nczarrfs", "requests", "target"], b.far)]
-        return "\n".join(parts)
+        return "\n".join(parts + walks)
     return "\n".join(head + [
         "",
         f"Reading a whole {b.array_bytes // MiB} MiB float32 array ({b.shape}, chunks 4×256×256, "
@@ -792,7 +880,7 @@ def report(b, seconds):
         "MinIO's files in the page cache; requests from .nczarrfs/stats:",
         "",
         table(["operation", "nczarrfs", "requests", "target"], b.far),
-    ] if b.far else []))
+    ] if b.far else []) + walks)
 
 
 def update_docs(path, text):

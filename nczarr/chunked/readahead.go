@@ -1,4 +1,4 @@
-package nczarr
+package chunked
 
 import (
 	"context"
@@ -34,6 +34,8 @@ type willNeeder interface {
 // open file. A Reader that sees sequential reads loads the chunks ahead of
 // them in the background, in the order it will need them, and tells the
 // cache which chunks it is done with so that their buffers are reused.
+// One whose reads walk across the array by a stride, along any axis
+// (walk.go), loads the chunks of the walk's next steps instead.
 //
 // Its window (how far ahead it loads) starts at a few MiB and doubles
 // each time a read had to wait for a chunk, up to a quarter of the cache's
@@ -60,6 +62,7 @@ type Reader struct {
 	launched int64 // GUARDED_BY(mu): chunks with a lower ordinal were read or prefetched
 	demoted  int64 // GUARDED_BY(mu): chunks with a lower ordinal were demoted
 	hinted   int64 // GUARDED_BY(mu): chunks with a lower ordinal were hinted to the store
+	walk     walk  // GUARDED_BY(mu): the reads seen as a walk (walk.go)
 }
 
 // NewReader returns a Reader of a's decoded bytes.
@@ -73,7 +76,10 @@ func (r *Reader) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 	n, hit, err := r.a.read(ctx, p, off, r.ahead)
 	if n > 0 && !hit {
 		r.mu.Lock()
-		if r.window < r.maxWindow() && off >= r.next-seqSlack {
+		switch {
+		case r.walk.period > 0:
+			r.walk.window = min(2*r.walk.window, maxWalkChunks(r.a))
+		case r.window < r.maxWindow() && off >= r.next-seqSlack:
 			r.window *= 2
 		}
 		r.mu.Unlock()
@@ -82,23 +88,35 @@ func (r *Reader) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 }
 
 // maxWindow is the largest read-ahead window: a quarter of the cache.
-func (r *Reader) maxWindow() int64 { return max(minWindow, r.a.d.cache.Budget()/4) }
+func (r *Reader) maxWindow() int64 { return max(minWindow, r.a.src.cache.Budget()/4) }
 
 // ahead is told about each read of [off, end) before it fetches its
 // chunks: for a sequential reader it queues the loads of the chunks that
-// start before end+window and demotes those that ended before off. It
-// reports whether the read continues a sequential run.
+// start before end+window and demotes those that ended before off; for a
+// walk (walk.go) it queues the loads of the chunks the next steps touch
+// and demotes those the walk passed. It reports whether the read should
+// go through the cache, where read-ahead puts the chunks: whether it
+// continues a sequential run or a walk.
 func (r *Reader) ahead(off, end int64) (sequential bool) {
 	a := r.a
 	g := a.grid()
 	chunkBytes := a.chunkElems * int64(a.ItemSize)
 	// The most chunks read-ahead may hold: a quarter of the cache.
-	limit := a.d.cache.Budget() / 4 / chunkBytes
+	limit := a.src.cache.Budget() / 4 / chunkBytes
 	if limit < 1 || g.n == 0 {
 		return false
 	}
 
 	r.mu.Lock()
+	// A local store reads an uncompressed array's bytes straight into
+	// the reply (vecReads), faster than whole chunks through the cache.
+	if r.walk.observe(off, end-off) && !a.vecReads() {
+		r.started = false // a sequential run starts afresh after the walk
+		launch, passed := r.walk.plan(a, g, int(min(limit, int64(maxWalkChunks(a)))))
+		r.mu.Unlock()
+		r.load(g, launch, passed)
+		return true
+	}
 	if !r.started || off < r.next-seqSlack || off > r.next+seqSlack {
 		r.started = true
 		// A first read, or a jump: start following from here.
@@ -124,7 +142,7 @@ func (r *Reader) ahead(off, end int64) (sequential bool) {
 		r.launched++
 	}
 	var hint []int64
-	if a.d.hint != nil {
+	if a.src.hint != nil {
 		r.hinted = max(r.hinted, r.launched)
 		for r.hinted < g.n && r.hinted-current <= 2*limit && g.start(r.hinted, a) < horizon+reach {
 			hint = append(hint, r.hinted)
@@ -133,29 +151,41 @@ func (r *Reader) ahead(off, end int64) (sequential bool) {
 	}
 	r.mu.Unlock()
 
-	for _, o := range demote {
-		a.d.cache.Demote(a.ChunkKey(g.index(o)))
-	}
-	for _, o := range launch {
-		key := a.ChunkKey(g.index(o))
-		run, ok := a.d.cache.Prefetch(context.Background(), key, func(ctx context.Context, alloc cache.Alloc) ([]byte, error) {
-			return a.load(ctx, key, alloc, a.d.ahead.cpu)
-		})
-		if ok {
-			a.d.ahead.push(run)
-		}
-	}
+	r.load(g, launch, demote)
 	if len(hint) > 0 {
 		// Off the reader's path: opening a file whose inode is not
 		// cached waits for the disk.
-		a.d.hints.push(func() {
+		a.src.hints.push(func() {
 			for _, o := range hint {
-				a.d.hint.WillNeed(context.Background(), a.ChunkKey(g.index(o)))
+				a.src.hint.WillNeed(context.Background(), a.ChunkKey(g.index(o)))
 			}
 		})
 	}
 	return true
 }
+
+// load demotes the chunks passed and queues the loads of the chunks
+// launch, in order.
+func (r *Reader) load(g chunkGrid, launch, passed []int64) {
+	a := r.a
+	for _, o := range passed {
+		a.src.cache.Demote(a.ChunkKey(g.index(o)))
+	}
+	for _, o := range launch {
+		key := a.ChunkKey(g.index(o))
+		run, ok := a.src.cache.Prefetch(context.Background(), key, func(ctx context.Context, alloc cache.Alloc) ([]byte, error) {
+			return a.load(ctx, key, alloc, a.src.ahead.cpu)
+		})
+		if ok {
+			a.src.ahead.push(run)
+		}
+	}
+}
+
+// maxWalkChunks is the most chunks a walk keeps predicted: four times the
+// store's concurrent requests, enough to keep them all busy while the
+// reader takes the loaded ones.
+func maxWalkChunks(a *Array) int { return 4 * a.src.par }
 
 // chunkGrid numbers an array's chunks in C order of their grid index, the
 // order in which a sequential read of the decoded bytes first touches them
