@@ -100,11 +100,12 @@ func TestV3Metadata(t *testing.T) {
 		{"huge chunks", `{"chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [65536, 65536]}}}`, "more than"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			doc, err := v3Doc(v3Edit(t, tc.edit))
+			raw := v3Edit(t, tc.edit)
+			doc, err := v3Doc(raw)
 			if err != nil {
 				t.Fatal(err)
 			}
-			a := newArrayV3(&Dataset{}, "v", doc)
+			a := newArrayV3(&Dataset{}, "v", doc, raw)
 			switch {
 			case tc.want == "" && a.Err != nil:
 				t.Errorf("error %v, want none", a.Err)
@@ -136,11 +137,12 @@ func TestV3ChunkKeys(t *testing.T) {
 		{`{"shape": [], "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": []}}, "chunk_key_encoding": {"name": "v2"}}`, []int64{}, "v/0"},
 		{`{"codecs": [{"name": "sharding_indexed", "configuration": {"chunk_shape": [2, 3], "codecs": [{"name": "bytes"}], "index_codecs": [{"name": "bytes"}]}}]}`, []int64{3, 1}, "v/c/1/0@3,1"},
 	} {
-		doc, err := v3Doc(v3Edit(t, tc.edit))
+		raw := v3Edit(t, tc.edit)
+		doc, err := v3Doc(raw)
 		if err != nil {
 			t.Fatal(err)
 		}
-		a := newArrayV3(&Dataset{}, "v", doc)
+		a := newArrayV3(&Dataset{}, "v", doc, raw)
 		if a.Err != nil {
 			t.Fatalf("%s: %v", tc.edit, a.Err)
 		}
@@ -164,7 +166,7 @@ func FuzzV3Array(f *testing.F) {
 			return
 		}
 		d := &Dataset{store: emptyStore{}, par: 2, cache: cache.New(0)}
-		a := newArrayV3(d, "v", doc)
+		a := newArrayV3(d, "v", doc, data)
 		if a.Err != nil {
 			return
 		}
@@ -234,7 +236,7 @@ func FuzzV3Shard(f *testing.F) {
 	f.Add(bytes.Repeat([]byte{0xff}, 100))
 	f.Fuzz(func(t *testing.T, shard []byte) {
 		d := &Dataset{store: oneObject{key: "v/c/0/0", data: shard}, par: 2, cache: cache.New(1 << 20)}
-		a := newArrayV3(d, "v", doc)
+		a := newArrayV3(d, "v", doc, nil)
 		if a.Err != nil {
 			t.Fatal(a.Err)
 		}
