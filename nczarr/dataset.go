@@ -1,10 +1,11 @@
-// Package nczarr is the metadata model of NCZarr and Zarr v2 datasets and
-// the reader that turns stored chunks into an array's decoded bytes.
+// Package nczarr opens NCZarr and Zarr (v2, v3) datasets: their groups,
+// arrays, dimensions and attributes.
 //
 // Open reads a dataset's metadata from a zmap.Store once (the store is
 // treated as immutable), whatever generation of NCZarr metadata netcdf-c
-// wrote, or pure Zarr v2. An Array's ReadAt then serves any byte range of
-// the array in C order, little-endian, decoding only the chunks it touches.
+// wrote, or pure Zarr. Each array is a chunked.Array (package chunked, the
+// read path), whose ReadAt serves any byte range of the array in C order,
+// little-endian, decoding only the chunks it touches.
 package nczarr
 
 import (
@@ -17,9 +18,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/nczarrfs/nczarrfs/cache"
+	"github.com/nczarrfs/nczarrfs/nczarr/chunked"
 	"github.com/nczarrfs/nczarrfs/zmap"
 )
 
@@ -53,12 +54,7 @@ type Dataset struct {
 	Consolidated bool
 
 	store  zmap.Store
-	cache  *cache.Cache
-	ahead  *queue         // read-ahead loads, in the order readers need them
-	hint   willNeeder     // nil when the store reads nothing ahead on a hint
-	hints  *queue         // gives read-ahead's hints to hint, in order
-	vec    zmap.VecReader // nil when the store cannot read into several buffers
-	noVec  atomic.Bool    // vec said errors.ErrUnsupported: it cannot
+	src    *chunked.Source // what the arrays read their chunks through
 	log    *slog.Logger
 	par    int
 	groups map[string]*Group
@@ -140,7 +136,6 @@ func sortedKeys[V any](m map[string]V) []string {
 func Open(ctx context.Context, store zmap.Store, opts Options) (*Dataset, error) {
 	d := &Dataset{
 		store:  store,
-		cache:  opts.Cache,
 		log:    opts.Logger,
 		par:    opts.Parallel,
 		groups: map[string]*Group{},
@@ -152,13 +147,7 @@ func Open(ctx context.Context, store zmap.Store, opts Options) (*Dataset, error)
 	if d.par <= 0 {
 		d.par = parallelism(store)
 	}
-	if d.cache == nil {
-		d.cache = cache.New(0)
-	}
-	d.ahead = newQueue(d.par, opts.Decoders)
-	d.hint, _ = zmap.As[willNeeder](store)
-	d.hints = newQueue(1, 0)
-	d.vec, _ = zmap.As[zmap.VecReader](store)
+	d.src = chunked.NewSource(store, opts.Cache, d.par, opts.Decoders)
 	w := &walker{d: d, sem: make(chan struct{}, walkParallelism(store, d.par))}
 
 	if ok, err := w.openV3(ctx); ok || err != nil {
@@ -466,7 +455,7 @@ func (w *walker) classify(ctx context.Context, prefix string) string {
 func (w *walker) array(ctx context.Context, path string) *Array {
 	zarray, err := w.get(ctx, zmap.Join(path, ".zarray"))
 	if err != nil {
-		return &Array{Path: path, d: w.d, Err: fmt.Errorf("%s: %v", zmap.Join(path, ".zarray"), err)}
+		return &Array{Path: path, Err: fmt.Errorf("%s: %v", zmap.Join(path, ".zarray"), err)}
 	}
 	_, zattrs := w.optionalDoc(ctx, zmap.Join(path, ".zattrs"))
 	var v1 object

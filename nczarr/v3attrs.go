@@ -170,10 +170,10 @@ func (d *Dataset) undeclaredDims(path string, dims []NamedDim) []NamedDim {
 	}
 	for _, p := range sortedKeys(d.arrays) {
 		a := d.arrays[p]
-		if a.Err != nil || len(a.dimRefs) != len(a.Meta.Shape) {
+		if a.Err != nil || len(a.DimRefs) != len(a.Meta.Shape) {
 			continue
 		}
-		for i, ref := range a.dimRefs {
+		for i, ref := range a.DimRefs {
 			dir, name := splitKey(strings.TrimPrefix(ref, "/"))
 			if dir != path || seen[name] {
 				continue

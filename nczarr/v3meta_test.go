@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/nczarrfs/nczarrfs/cache"
+	"github.com/nczarrfs/nczarrfs/nczarr/chunked"
 	"github.com/nczarrfs/nczarrfs/zmap"
 )
 
@@ -165,7 +166,7 @@ func FuzzV3Array(f *testing.F) {
 		if err != nil {
 			return
 		}
-		d := &Dataset{store: emptyStore{}, par: 2, cache: cache.New(0)}
+		d := &Dataset{store: emptyStore{}, par: 2, src: chunked.NewSource(emptyStore{}, cache.New(0), 2, 0)}
 		a := newArrayV3(d, "v", doc, data)
 		if a.Err != nil {
 			return
@@ -235,7 +236,8 @@ func FuzzV3Shard(f *testing.F) {
 	f.Add(make([]byte, 2*16+4))
 	f.Add(bytes.Repeat([]byte{0xff}, 100))
 	f.Fuzz(func(t *testing.T, shard []byte) {
-		d := &Dataset{store: oneObject{key: "v/c/0/0", data: shard}, par: 2, cache: cache.New(1 << 20)}
+		store := oneObject{key: "v/c/0/0", data: shard}
+		d := &Dataset{store: store, par: 2, src: chunked.NewSource(store, cache.New(1<<20), 2, 0)}
 		a := newArrayV3(d, "v", doc, nil)
 		if a.Err != nil {
 			t.Fatal(a.Err)

@@ -1,4 +1,4 @@
-package nczarr_test
+package chunked_test
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/nczarrfs/nczarrfs/cache"
 	"github.com/nczarrfs/nczarrfs/nczarr"
+	"github.com/nczarrfs/nczarrfs/nczarr/chunked"
 	"github.com/nczarrfs/nczarrfs/zmap"
 	"github.com/nczarrfs/nczarrfs/zmap/file"
 )
@@ -378,7 +379,7 @@ func TestSequentialReadHintsFurther(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			nczarr.HintsGiven(ds)
+			chunked.HintsGiven(a)
 			store.mu.Lock()
 			got := store.keys
 			store.mu.Unlock()

@@ -1,4 +1,4 @@
-package nczarr_test
+package chunked_test
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package nczarr
+package chunked
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/nczarrfs/nczarrfs/nczarr/codec"
+	"github.com/nczarrfs/nczarrfs/nczarr/zarrmeta"
 	"github.com/nczarrfs/nczarrfs/zmap"
 )
 
@@ -94,7 +95,7 @@ func (a *Array) buildJSON(ctx context.Context) ([]byte, error) {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sem := make(chan struct{}, a.d.par)
+	sem := make(chan struct{}, a.src.par)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var firstErr error
@@ -168,7 +169,7 @@ func unravel(pos int64, grid []int64) []int64 {
 // not stored.
 func (a *Array) objectChunk(ctx context.Context, idx []int64) ([][]byte, error) {
 	key := a.ChunkKey(idx)
-	data, err := a.d.store.Get(ctx, key)
+	data, err := a.src.store.Get(ctx, key)
 	if errors.Is(err, zmap.ErrNotFound) {
 		return nil, nil
 	}
@@ -320,7 +321,7 @@ func jsonString(s string) []byte {
 // nested by the chunk's shape, then its dtype and its shape.
 func decodeJSON2(src []byte, n int) ([][]byte, error) {
 	var items []any
-	if err := decodeJSON(src, &items); err != nil {
+	if err := zarrmeta.DecodeJSON(src, &items); err != nil {
 		return nil, err
 	}
 	return nestedItems(items, n)

@@ -1,20 +1,19 @@
-package nczarr
+package chunked
 
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"math/bits"
-	"strconv"
 	"sync"
 	"sync/atomic"
 
 	"github.com/nczarrfs/nczarrfs/cache"
 	"github.com/nczarrfs/nczarrfs/nczarr/codec"
+	"github.com/nczarrfs/nczarrfs/nczarr/zarrmeta"
 	"github.com/nczarrfs/nczarrfs/zmap"
 )
 
@@ -28,9 +27,10 @@ type Array struct {
 	Path string
 	// Meta is the array's metadata model (package zarrmeta), the same
 	// for both Zarr versions: the read path sees nothing else.
-	Meta     Meta
+	Meta     zarrmeta.Array
 	DimNames []string     // NCZarr dimension references, the Zarr dimension names, or anonymous
 	Scalar   bool         // NCZarr scalar (shape [1], storage "scalar")
+	DimRefs  []string     // NCZarr dimension references, as written
 	ItemSize int          // bytes per element of the decoded data
 	Chain    *codec.Chain // the bytes-to-bytes codecs of a (innermost) chunk
 
@@ -38,7 +38,7 @@ type Array struct {
 	// array is listed, and every read fails with Err.
 	Err error
 
-	d          *Dataset
+	src        *Source
 	size       int64 // decoded bytes in all
 	chunkElems int64 // elements in one chunk
 	swap       int   // byte-swap unit of a big-endian array, 0 for none
@@ -46,7 +46,6 @@ type Array struct {
 	fillOnce   sync.Once
 	fillChunk  []byte
 	objects    *objects // set for variable-length elements (vlen.go)
-	dimRefs    []string // NCZarr dimension references, as written
 }
 
 // loadElems reads and decodes a chunk stored through an element codec
@@ -54,7 +53,7 @@ type Array struct {
 // converts it (numpy's conversion of the decoded list); nil when the
 // chunk is not stored.
 func (a *Array) loadElems(ctx context.Context, key string, alloc cache.Alloc, cpu chan struct{}) ([]byte, error) {
-	data, err := a.d.store.Get(ctx, key)
+	data, err := a.src.store.Get(ctx, key)
 	if errors.Is(err, zmap.ErrNotFound) {
 		return nil, nil
 	}
@@ -84,7 +83,7 @@ func (a *Array) loadElems(ctx context.Context, key string, alloc cache.Alloc, cp
 	out := alloc(n * is)[:n*is]
 	for i, e := range list {
 		var v any
-		if err := decodeJSON(e, &v); err != nil {
+		if err := zarrmeta.DecodeJSON(e, &v); err != nil {
 			return nil, fmt.Errorf("chunk %s: %w: element %d: %w", key, codec.ErrCorrupt, i, err)
 		}
 		b, err := a.Meta.DType.EncodeFill(v, is)
@@ -94,25 +93,6 @@ func (a *Array) loadElems(ctx context.Context, key string, alloc cache.Alloc, cp
 		copy(out[i*is:], b)
 	}
 	return out, nil
-}
-
-// AnonymousDim is the name of an unnamed dimension of size n, as ncdump
-// (netcdf-c 4.9.0) prints it for a pure Zarr array without
-// _ARRAY_DIMENSIONS: "_zdim_16". header.cdl, info.json and ls all use it.
-func AnonymousDim(n int64) string { return "_zdim_" + strconv.FormatInt(n, 10) }
-
-// netcdfDefaultFill is netCDF's default fill for the type, used by NCZarr
-// when an array states no fill value.
-func netcdfDefaultFill(d DType) any {
-	switch d.Kind {
-	case 'i':
-		return json.Number(map[int]string{1: "-127", 2: "-32767", 4: "-2147483647", 8: "-9223372036854775806"}[d.Size])
-	case 'u':
-		return json.Number(map[int]string{1: "255", 2: "65535", 4: "4294967295", 8: "18446744073709551614"}[d.Size])
-	case 'f':
-		return json.Number("9.9692099683868690e+36")
-	}
-	return nil
 }
 
 // product multiplies sizes, reporting overflow. The product of no sizes
@@ -201,7 +181,7 @@ func (a *Array) read(ctx context.Context, p []byte, off int64, before func(off, 
 		}
 		// The store cannot after all (a zip of compressed entries):
 		// this read and every later one go through the cache.
-		a.d.noVec.Store(true)
+		a.src.noVec.Store(true)
 	}
 	if !sequential && a.rangedReads() {
 		if err := a.readRanged(ctx, p, keys, ops); err != nil {
@@ -295,7 +275,7 @@ func (a *Array) plan(off int64, n int) (keys []string, ops []copyOp) {
 
 // fetch fills chunks[i] with the decoded chunk keys[i]. Chunks already
 // cached are taken at once, in this goroutine; the others are waited for
-// (joined when read-ahead loads them, else loaded), at most d.par at a
+// (joined when read-ahead loads them, else loaded), at most the source's parallelism at a
 // time. The first error wins. The caller releases every chunks[i], also
 // on error.
 //
@@ -306,7 +286,7 @@ func (a *Array) plan(off int64, n int) (keys []string, ops []copyOp) {
 func (a *Array) fetch(ctx context.Context, keys []string, chunks []chunkRef) error {
 	var missed []int
 	for i, key := range keys {
-		if ref := a.d.cache.Peek(key); ref != nil {
+		if ref := a.src.cache.Peek(key); ref != nil {
 			chunks[i] = a.chunkOf(ref)
 		} else {
 			missed = append(missed, i)
@@ -318,7 +298,7 @@ func (a *Array) fetch(ctx context.Context, keys []string, chunks []chunkRef) err
 	})
 }
 
-// each runs fn for 0..n-1 on at most d.par goroutines, and cancels the
+// each runs fn for 0..n-1 on at most the source's parallelism of goroutines, and cancels the
 // rest after an error. It returns the first error that is not a
 // cancellation the error caused. Each goroutine runs fn for one i after
 // another: a store request runs deep in its client's stack, which a
@@ -335,7 +315,7 @@ func (a *Array) each(ctx context.Context, n int, fn func(ctx context.Context, i 
 	errs := make([]error, n)
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range min(n, a.d.par) {
+	for range min(n, a.src.par) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -363,7 +343,7 @@ func (a *Array) each(ctx context.Context, n int, fn func(ctx context.Context, i 
 // ItemSize bytes an element. A chunk that is not stored is the fill value.
 // The caller must release the result once it no longer reads it.
 func (a *Array) chunk(ctx context.Context, key string) (chunkRef, error) {
-	ref, err := a.d.cache.Acquire(ctx, key, func(ctx context.Context, alloc cache.Alloc) ([]byte, error) {
+	ref, err := a.src.cache.Acquire(ctx, key, func(ctx context.Context, alloc cache.Alloc) ([]byte, error) {
 		return a.load(ctx, key, alloc, nil)
 	})
 	if err != nil {
@@ -438,7 +418,7 @@ func allocOrMake(alloc cache.Alloc) cache.Alloc {
 func (a *Array) loadStored(ctx context.Context, key string, chain *codec.Chain, alloc cache.Alloc, size int, cpu chan struct{}) ([]byte, error) {
 	if chain.Len() == 0 {
 		buf := alloc(size + 1)
-		n, err := a.d.store.ReadAt(ctx, key, buf, 0)
+		n, err := a.src.store.ReadAt(ctx, key, buf, 0)
 		switch {
 		case errors.Is(err, zmap.ErrNotFound):
 			return nil, nil
@@ -510,7 +490,7 @@ func (a *Array) readRaw(ctx context.Context, key string, size int) (raw []byte, 
 	// Encoded chunks rarely exceed their decoded size by more than a
 	// frame's overhead; bigger ones take the store's Get.
 	buf, put := pooledBuffer(size + size/8 + 4096)
-	n, err := a.d.store.ReadAt(ctx, key, buf, 0)
+	n, err := a.src.store.ReadAt(ctx, key, buf, 0)
 	switch {
 	case err == io.EOF:
 		return buf[:n], put, nil
@@ -519,13 +499,13 @@ func (a *Array) readRaw(ctx context.Context, key string, size int) (raw []byte, 
 		return nil, nil, err
 	}
 	put() // the object is larger than buf
-	raw, err = a.d.store.Get(ctx, key)
+	raw, err = a.src.store.Get(ctx, key)
 	return raw, func() {}, err
 }
 
 // storedSize is the size of a stored object, for error messages.
 func (a *Array) storedSize(ctx context.Context, key string) (int, error) {
-	n, err := a.d.store.Size(ctx, key)
+	n, err := a.src.store.Size(ctx, key)
 	return int(min(n, math.MaxInt32)), err
 }
 

@@ -1,4 +1,4 @@
-package nczarr
+package chunked
 
 import (
 	"context"
@@ -82,7 +82,7 @@ func (r *Reader) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 }
 
 // maxWindow is the largest read-ahead window: a quarter of the cache.
-func (r *Reader) maxWindow() int64 { return max(minWindow, r.a.d.cache.Budget()/4) }
+func (r *Reader) maxWindow() int64 { return max(minWindow, r.a.src.cache.Budget()/4) }
 
 // ahead is told about each read of [off, end) before it fetches its
 // chunks: for a sequential reader it queues the loads of the chunks that
@@ -93,7 +93,7 @@ func (r *Reader) ahead(off, end int64) (sequential bool) {
 	g := a.grid()
 	chunkBytes := a.chunkElems * int64(a.ItemSize)
 	// The most chunks read-ahead may hold: a quarter of the cache.
-	limit := a.d.cache.Budget() / 4 / chunkBytes
+	limit := a.src.cache.Budget() / 4 / chunkBytes
 	if limit < 1 || g.n == 0 {
 		return false
 	}
@@ -124,7 +124,7 @@ func (r *Reader) ahead(off, end int64) (sequential bool) {
 		r.launched++
 	}
 	var hint []int64
-	if a.d.hint != nil {
+	if a.src.hint != nil {
 		r.hinted = max(r.hinted, r.launched)
 		for r.hinted < g.n && r.hinted-current <= 2*limit && g.start(r.hinted, a) < horizon+reach {
 			hint = append(hint, r.hinted)
@@ -134,23 +134,23 @@ func (r *Reader) ahead(off, end int64) (sequential bool) {
 	r.mu.Unlock()
 
 	for _, o := range demote {
-		a.d.cache.Demote(a.ChunkKey(g.index(o)))
+		a.src.cache.Demote(a.ChunkKey(g.index(o)))
 	}
 	for _, o := range launch {
 		key := a.ChunkKey(g.index(o))
-		run, ok := a.d.cache.Prefetch(context.Background(), key, func(ctx context.Context, alloc cache.Alloc) ([]byte, error) {
-			return a.load(ctx, key, alloc, a.d.ahead.cpu)
+		run, ok := a.src.cache.Prefetch(context.Background(), key, func(ctx context.Context, alloc cache.Alloc) ([]byte, error) {
+			return a.load(ctx, key, alloc, a.src.ahead.cpu)
 		})
 		if ok {
-			a.d.ahead.push(run)
+			a.src.ahead.push(run)
 		}
 	}
 	if len(hint) > 0 {
 		// Off the reader's path: opening a file whose inode is not
 		// cached waits for the disk.
-		a.d.hints.push(func() {
+		a.src.hints.push(func() {
 			for _, o := range hint {
-				a.d.hint.WillNeed(context.Background(), a.ChunkKey(g.index(o)))
+				a.src.hint.WillNeed(context.Background(), a.ChunkKey(g.index(o)))
 			}
 		})
 	}

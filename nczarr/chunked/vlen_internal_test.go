@@ -1,4 +1,4 @@
-package nczarr
+package chunked
 
 import (
 	"encoding/json"

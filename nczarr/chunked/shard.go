@@ -1,4 +1,4 @@
-package nczarr
+package chunked
 
 import (
 	"context"
@@ -130,12 +130,12 @@ func (a *Array) locateInner(ctx context.Context, key string, idx []int64) (r reg
 // cache when there is one; nil when the shard is not stored.
 func (a *Array) shardIndex(ctx context.Context, s *zarrmeta.Shard, r region) (shardIndex, error) {
 	load := func(ctx context.Context) ([]byte, error) { return a.loadShardIndex(ctx, s, r) }
-	if a.d.cache == nil {
+	if a.src.cache == nil {
 		return load(ctx)
 	}
 	// The index is cached like a chunk, under a key no chunk has. A nested
 	// shard may start where its outer one does: the length tells them apart.
-	return a.d.cache.Get(ctx, fmt.Sprintf("%s#index@%d+%d", r.key, r.off, r.n), load)
+	return a.src.cache.Get(ctx, fmt.Sprintf("%s#index@%d+%d", r.key, r.off, r.n), load)
 }
 
 func (a *Array) loadShardIndex(ctx context.Context, s *zarrmeta.Shard, r region) ([]byte, error) {
@@ -176,7 +176,7 @@ func (a *Array) loadShardIndex(ctx context.Context, s *zarrmeta.Shard, r region)
 // readFull reads exactly len(p) bytes of key at off; a short object is
 // corrupt.
 func (a *Array) readFull(ctx context.Context, key string, p []byte, off int64) error {
-	n, err := a.d.store.ReadAt(ctx, key, p, off)
+	n, err := a.src.store.ReadAt(ctx, key, p, off)
 	if n == len(p) && (err == nil || err == io.EOF) {
 		return nil
 	}
@@ -213,7 +213,7 @@ func (a *Array) readRegion(ctx context.Context, key string, p []byte, off int64)
 // through bytes-to-bytes codecs.
 func (a *Array) regionSize(ctx context.Context, key string) (int64, error) {
 	if len(a.Meta.Pipeline.Whole) == 0 {
-		return a.d.store.Size(ctx, key)
+		return a.src.store.Size(ctx, key)
 	}
 	b, err := a.wholeShard(ctx, key)
 	if err != nil {
@@ -230,7 +230,7 @@ func (a *Array) regionSize(ctx context.Context, key string) (int64, error) {
 // It is cached like a chunk, under a key no chunk has.
 func (a *Array) wholeShard(ctx context.Context, key string) ([]byte, error) {
 	load := func(ctx context.Context) ([]byte, error) {
-		b, err := a.d.store.Get(ctx, key)
+		b, err := a.src.store.Get(ctx, key)
 		if isNotFound(err) {
 			return nil, nil
 		}
@@ -244,10 +244,10 @@ func (a *Array) wholeShard(ctx context.Context, key string) ([]byte, error) {
 		}
 		return b, nil
 	}
-	if a.d.cache == nil {
+	if a.src.cache == nil {
 		return load(ctx)
 	}
-	return a.d.cache.Get(ctx, key+"#whole", load)
+	return a.src.cache.Get(ctx, key+"#whole", load)
 }
 
 // loadInner reads and decodes the inner chunk of a sharded array that

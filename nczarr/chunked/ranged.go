@@ -1,4 +1,4 @@
-package nczarr
+package chunked
 
 import (
 	"context"
@@ -28,7 +28,7 @@ func (a *Array) rangedReads() bool {
 	if !a.storedDecoded() {
 		return false
 	}
-	r, ok := zmap.As[interface{ Remote() bool }](a.d.store)
+	r, ok := zmap.As[interface{ Remote() bool }](a.src.store)
 	return ok && r.Remote()
 }
 
@@ -42,7 +42,7 @@ func (a *Array) rangedReads() bool {
 // cores while the reads copy (cat of a 256 MiB array, page cache warm,
 // 8 alternating runs: 0.237 s through the cache, 0.275 s with ReadVec).
 func (a *Array) vecReads() bool {
-	return a.d.vec != nil && !a.d.noVec.Load() && a.storedDecoded()
+	return a.src.vec != nil && !a.src.noVec.Load() && a.storedDecoded()
 }
 
 // readVec is the copy step of read for vecReads arrays: the runs of each
@@ -70,7 +70,7 @@ func (a *Array) readVec(ctx context.Context, p []byte, keys []string, ops []copy
 			for _, op := range ops[:n] {
 				bufs = append(bufs, p[op.dst:op.dst+op.n])
 			}
-			size, err := a.d.vec.ReadVec(ctx, keys[i], bufs, int64(ops[0].src))
+			size, err := a.src.vec.ReadVec(ctx, keys[i], bufs, int64(ops[0].src))
 			switch {
 			case errors.Is(err, zmap.ErrNotFound):
 				fill := a.filled()
@@ -126,7 +126,7 @@ func (a *Array) readRanged(ctx context.Context, p []byte, keys []string, ops []c
 		}
 	}()
 	for i, key := range keys {
-		if ref := a.d.cache.Peek(key); ref != nil {
+		if ref := a.src.cache.Peek(key); ref != nil {
 			s := &spans[i]
 			s.ref = chunkRef{data: ref.Value(), ref: ref}
 			if s.data = s.ref.data; s.data == nil {
@@ -141,7 +141,7 @@ func (a *Array) readRanged(ctx context.Context, p []byte, keys []string, ops []c
 		}
 		buf, put := pooledBuffer(s.hi - s.lo)
 		s.put = put
-		n, err := a.d.store.ReadAt(ctx, keys[i], buf, int64(s.lo))
+		n, err := a.src.store.ReadAt(ctx, keys[i], buf, int64(s.lo))
 		switch {
 		case errors.Is(err, zmap.ErrNotFound):
 			s.data = a.filled()

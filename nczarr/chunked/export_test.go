@@ -1,0 +1,18 @@
+package chunked
+
+import "time"
+
+// HintsGiven waits until the store has been given every read-ahead hint
+// of a's source queued so far: they are given in the background.
+func HintsGiven(a *Array) {
+	q := a.src.hints
+	for {
+		q.mu.Lock()
+		idle := len(q.jobs) == 0 && q.running == 0
+		q.mu.Unlock()
+		if idle {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
