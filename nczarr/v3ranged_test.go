@@ -1,0 +1,193 @@
+package nczarr_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nczarrfs/nczarrfs/cache"
+	"github.com/nczarrfs/nczarrfs/nczarr"
+	"github.com/nczarrfs/nczarrfs/nczarr/codec"
+	"github.com/nczarrfs/nczarrfs/zmap"
+	"github.com/nczarrfs/nczarrfs/zmap/file"
+	"github.com/nczarrfs/nczarrfs/zmap/listcache"
+)
+
+// remoteCounting is a countingStore that says it is remote, as S3 does:
+// reads that are not sequential then fetch only what they need.
+type remoteCounting struct{ *countingStore }
+
+func (remoteCounting) Remote() bool { return true }
+
+// openRemote opens the zarrita dataset tree through a counting store that
+// says it is remote, and with kept listings above it when listed is true
+// (as a mount keeps them).
+func openRemote(t *testing.T, tree string, listed bool) (*nczarr.Dataset, *countingStore, *listcache.Store) {
+	t.Helper()
+	fs, err := file.Open(tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fs.Close() })
+	counting := &countingStore{Store: fs, ranges: map[string][][2]int64{}}
+	var store zmap.Store = remoteCounting{counting}
+	var lc *listcache.Store
+	if listed {
+		lc = listcache.New(store, listcache.Options{TTL: time.Hour})
+		store = lc
+	}
+	d, err := nczarr.Open(context.Background(), store, nczarr.Options{Cache: cache.New(16 << 20)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, counting, lc
+}
+
+// expected returns zarrita's reading of the array at path of dataset ds.
+func expected(t *testing.T, dir string, m v3Manifest, ds, path string) []byte {
+	t.Helper()
+	for _, d := range m.Datasets {
+		if d.Name != ds {
+			continue
+		}
+		for _, a := range d.Arrays {
+			if a.Path == path {
+				b, err := os.ReadFile(filepath.Join(dir, a.Expected))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return b
+			}
+		}
+	}
+	t.Fatalf("%s/%s is not in the manifest", ds, path)
+	return nil
+}
+
+// spanReads returns the ReadAt calls made of objects under prefix, and
+// fails the test on a whole-object Get of one.
+func spanReads(t *testing.T, s *countingStore, prefix string) [][2]int64 {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var got [][2]int64
+	for k, r := range s.ranges {
+		if strings.HasPrefix(k, prefix) {
+			got = append(got, r...)
+		}
+	}
+	for _, k := range s.gets {
+		if strings.HasPrefix(k, prefix) && !strings.HasSuffix(k, "zarr.json") {
+			t.Errorf("Get(%s): an object read whole", k)
+		}
+	}
+	return got
+}
+
+// TestV3RangedReads reads a few bytes of uncompressed Zarr v3 arrays that
+// zarrita wrote from a remote store: an inner chunk of a shard is read by
+// one ranged read of the bytes asked for (after the shard's index), and a
+// plain chunk too once a kept listing gives its size; without one the
+// chunk is read whole, so that a chunk stored longer than its size is
+// still told (ErrCorrupt), as it is from the listing's size.
+func TestV3RangedReads(t *testing.T) {
+	dir, m := zarritaFixtures(t)
+	ctx := context.Background()
+	read := func(t *testing.T, a *nczarr.Array, want []byte, off, n int64) {
+		t.Helper()
+		buf := make([]byte, n)
+		if got, err := a.ReadAt(ctx, buf, off); err != nil || !bytes.Equal(buf[:got], want[off:off+n]) {
+			t.Fatalf("ReadAt(%d, %d) = %d, %v: differs from zarrita's values", off, n, got, err)
+		}
+	}
+
+	t.Run("sharded", func(t *testing.T) {
+		want := expected(t, dir, m, "v3-sharded", "end_raw")
+		d, s, _ := openRemote(t, filepath.Join(dir, "v3-sharded.zarr"), false)
+		a := d.Array("end_raw")
+		// Row 5, columns 11-12 (8 bytes): inner chunk (1, 2) of shard
+		// (0, 1), its row 1 and columns 1-2.
+		read(t, a, want, (5*30+11)*4, 8)
+		got := spanReads(t, s, "end_raw/c/")
+		if len(got) != 2 || got[1][1] != 8 {
+			t.Errorf("reads of the shard %v, want its index and then the 8 bytes asked for", got)
+		}
+		// Every element, 12 bytes at a time, from inner chunks stored or
+		// not (rows 26.. were not written), none read whole.
+		for off := int64(0); off+12 <= int64(len(want)); off += 12 * 37 {
+			read(t, a, want, off, 12)
+		}
+		for _, r := range spanReads(t, s, "end_raw/c/") {
+			if r[1] > 12 && r[1] != 16*6+4 {
+				t.Errorf("a read of %d bytes: more than asked for, and not the index", r[1])
+			}
+		}
+	})
+
+	t.Run("plain", func(t *testing.T) {
+		want := expected(t, dir, m, "v3-basic", "types/int32")
+		for _, listed := range []bool{true, false} {
+			d, s, lc := openRemote(t, filepath.Join(dir, "v3-basic.zarr"), listed)
+			if listed {
+				if _, err := lc.Search(ctx, "types/int32/c/1"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			a := d.Array("types/int32")
+			// Row 5, columns 3-4: chunk (1, 1) of 4 x 3.
+			read(t, a, want, (5*7+3)*4, 8)
+			got := spanReads(t, s, "types/int32/c/")
+			const chunkBytes = 4 * 3 * 4
+			switch {
+			case listed && (len(got) != 1 || got[0] != [2]int64{(1*3 + 0) * 4, 8}):
+				t.Errorf("listed: reads %v, want one of the 8 bytes asked for", got)
+			case !listed && (len(got) != 1 || got[0][1] < chunkBytes):
+				t.Errorf("not listed: reads %v, want the whole chunk (%d bytes)", got, chunkBytes)
+			}
+		}
+	})
+
+	t.Run("longer than its size", func(t *testing.T) {
+		// zarrita's bad/long_raw_chunk: one uncompressed chunk (8 x 5
+		// int32 of a 20 x 13 array) stored 5 bytes too long.
+		tree := filepath.Join(dir, "v3-basic.zarr")
+		var long string
+		err := filepath.WalkDir(filepath.Join(tree, "bad", "long_raw_chunk", "c"), func(p string, e os.DirEntry, err error) error {
+			if err == nil && !e.IsDir() {
+				if info, err := e.Info(); err == nil && info.Size() != 8*5*4 {
+					long, _ = filepath.Rel(tree, p)
+				}
+			}
+			return err
+		})
+		if err != nil || long == "" {
+			t.Fatalf("no chunk of the wrong size in bad/long_raw_chunk (%v)", err)
+		}
+		long = filepath.ToSlash(long)
+		parts := strings.Split(long, "/") // bad/long_raw_chunk/c/I/J
+		i, _ := strconv.Atoi(parts[len(parts)-2])
+		j, _ := strconv.Atoi(parts[len(parts)-1])
+		off := int64((i*8*13 + j*5) * 4)
+		for _, listed := range []bool{true, false} {
+			d, s, lc := openRemote(t, tree, listed)
+			if listed {
+				if _, err := lc.Search(ctx, filepath.ToSlash(filepath.Dir(long))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			a := d.Array("bad/long_raw_chunk")
+			if _, err := a.ReadAt(ctx, make([]byte, 4), off); !errors.Is(err, codec.ErrCorrupt) {
+				t.Errorf("listed %v: ReadAt of %s: %v, want ErrCorrupt", listed, long, err)
+			}
+			if got := spanReads(t, s, long); listed && len(got) != 0 {
+				t.Errorf("listed: %s read %v, want no request (its size is known)", long, got)
+			}
+		}
+	})
+}
