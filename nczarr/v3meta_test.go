@@ -42,6 +42,13 @@ func v3Edit(t testing.TB, edit string) []byte {
 	return out
 }
 
+// vlenSharded is an edit of v3Base into a string array in shards whose
+// inner codecs are inner, with after following sharding_indexed.
+func vlenSharded(inner, after string) string {
+	return `{"data_type": "string", "fill_value": "", "codecs": [{"name": "sharding_indexed", "configuration": {"chunk_shape": [2, 3], "codecs": ` +
+		inner + `, "index_codecs": [{"name": "bytes"}, {"name": "crc32c"}]}}` + after + `]}`
+}
+
 // TestV3Metadata checks that metadata nczarrfs cannot read faithfully is
 // refused with an error that names the problem, and that what the spec
 // allows is accepted.
@@ -82,6 +89,13 @@ func TestV3Metadata(t *testing.T) {
 		{"sharding rank", sharding(`[2]`, `[{"name": "bytes"}]`, "end"), "does not match"},
 		{"sharding index gzip", sharding(`[2, 3]`, `[{"name": "bytes"}, {"name": "gzip", "configuration": {"level": 1}}]`, "end"), "fixed-size"},
 		{"sharding too many chunks", `{"shape": [1152921504606846976, 1], "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [1152921504606846976, 1]}}, "codecs": [{"name": "sharding_indexed", "configuration": {"chunk_shape": [1, 1], "codecs": [{"name": "bytes"}], "index_codecs": [{"name": "bytes"}]}}]}`, "inner chunks"},
+		// Variable-length elements inside sharding_indexed.
+		{"vlen sharded", vlenSharded(`[{"name": "vlen-utf8"}, {"name": "gzip", "configuration": {"level": 1}}]`, ``), ""},
+		{"vlen sharded numcodecs name", vlenSharded(`[{"name": "numcodecs.vlen-utf8"}]`, ``), ""},
+		{"vlen sharded wrong codec", vlenSharded(`[{"name": "vlen-bytes"}]`, ``), "does not fit"},
+		{"vlen sharded bytes", vlenSharded(`[{"name": "bytes"}]`, ``), "needs vlen-utf8"},
+		{"vlen sharded crc32c after", vlenSharded(`[{"name": "vlen-utf8"}]`, `, {"name": "crc32c"}`), "not supported"},
+		{"vlen codec on int32", `{"data_type": "int32", "codecs": [{"name": "sharding_indexed", "configuration": {"chunk_shape": [2, 3], "codecs": [{"name": "vlen-utf8"}], "index_codecs": [{"name": "bytes"}]}}]}`, "does not fit"},
 		{"int7", `{"data_type": "int7"}`, "int7"},
 		{"raw bits", `{"data_type": "r12", "fill_value": [0, 0]}`, "multiple of 8"},
 		{"extension data type", `{"data_type": {"name": "datetime64"}}`, "data_type"},

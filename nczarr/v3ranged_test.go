@@ -191,3 +191,40 @@ func TestV3RangedReads(t *testing.T) {
 		}
 	})
 }
+
+// TestV3ShardedVLenCorrupt damages the shards of zarrita's sharded
+// variable-length arrays: a damaged inner chunk, or a shard cut short,
+// fails data.json's JSON with ErrCorrupt naming the chunk, never wrong
+// elements.
+func TestV3ShardedVLenCorrupt(t *testing.T) {
+	dir, _ := zarritaFixtures(t)
+	tree := filepath.Join(dir, "v3-dtypes.zarr")
+	for _, tc := range []struct {
+		name, array, shard string
+		damage             func([]byte) []byte
+	}{
+		{"inner chunk", "string_sharded", "c/0/0", func(b []byte) []byte { b[12] ^= 0xff; b[13] ^= 0xff; return b }},
+		{"cut short", "bytes_sharded", "c/0", func(b []byte) []byte { return b[:len(b)-5] }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := filepath.Join(tree, tc.array, filepath.FromSlash(tc.shard))
+			orig, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer os.WriteFile(f, orig, 0o644)
+			if err := os.WriteFile(f, tc.damage(bytes.Clone(orig)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			d, _, _ := openRemote(t, tree, false)
+			a := d.Array(tc.array)
+			if a == nil || a.Err != nil {
+				t.Fatalf("array %s: %v", tc.array, a)
+			}
+			got, err := a.JSON(context.Background())
+			if !errors.Is(err, codec.ErrCorrupt) || !strings.Contains(err.Error(), tc.array+"/"+tc.shard) {
+				t.Errorf("JSON of a damaged shard: %q, %v; want ErrCorrupt naming %s", got, err, tc.shard)
+			}
+		})
+	}
+}
