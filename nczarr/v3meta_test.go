@@ -175,6 +175,7 @@ func FuzzV3Array(f *testing.F) {
 	f.Add(v3Edit(f, `{"codecs": [{"name": "sharding_indexed", "configuration": {"chunk_shape": [2, 3], "codecs": [{"name": "transpose", "configuration": {"order": [1, 0]}}, {"name": "bytes", "configuration": {"endian": "big"}}, {"name": "zstd"}], "index_codecs": [{"name": "bytes"}, {"name": "crc32c"}], "index_location": "start"}}]}`))
 	f.Add(v3Edit(f, `{"data_type": "complex128", "fill_value": ["0x7ff8000000000000", "-Infinity"]}`))
 	f.Add(v3Edit(f, `{"data_type": "r24", "fill_value": [1, 2, 3], "chunk_key_encoding": {"name": "v2"}}`))
+	f.Add(v3Edit(f, vlenSharded(`[{"name": "vlen-utf8"}, {"name": "gzip", "configuration": {"level": 1}}]`, ``)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		doc, err := v3Doc(data)
 		if err != nil {
@@ -183,6 +184,13 @@ func FuzzV3Array(f *testing.F) {
 		d := &Dataset{store: emptyStore{}, par: 2, src: chunked.NewSource(emptyStore{}, cache.New(0), 2, 0)}
 		a := newArrayV3(d, "v", doc, data)
 		if a.Err != nil {
+			return
+		}
+		if a.Objects() {
+			// Variable-length elements: no data, only JSON (all fill).
+			if _, err := a.JSON(context.Background()); err != nil {
+				t.Fatalf("JSON of an array with no chunk stored: %v", err)
+			}
 			return
 		}
 		if a.ItemSize <= 0 || a.Size() < 0 || a.Size()%int64(a.ItemSize) != 0 {
