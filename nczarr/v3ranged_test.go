@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nczarrfs/nczarrfs/cache"
+	"github.com/nczarrfs/nczarrfs/internal/testenv"
 	"github.com/nczarrfs/nczarrfs/nczarr"
 	"github.com/nczarrfs/nczarrfs/nczarr/codec"
 	"github.com/nczarrfs/nczarrfs/zmap"
@@ -226,5 +228,69 @@ func TestV3ShardedVLenCorrupt(t *testing.T) {
 				t.Errorf("JSON of a damaged shard: %q, %v; want ErrCorrupt naming %s", got, err, tc.shard)
 			}
 		})
+	}
+}
+
+// TestV3RangedReadsLargeChunk reads 8 bytes of a Zarr v3 array of 1 MiB
+// uncompressed chunks that zarrita wrote, from a remote store with no
+// kept listing: the store is asked the chunk's size, and then only the 8
+// bytes are read; a chunk stored 5 bytes too long fails with ErrCorrupt,
+// without being read whole.
+func TestV3RangedReadsLargeChunk(t *testing.T) {
+	if _, err := exec.LookPath("node"); err != nil {
+		testenv.Require(t, "node (Debian package nodejs)", err)
+	}
+	mods, err := exec.Command("../scripts/install-zarrita.sh").Output()
+	testenv.Require(t, "zarrita (npm: scripts/install-zarrita.sh)", err)
+	tree := filepath.Join(t.TempDir(), "big.zarr")
+	node := exec.Command("node", "--input-type=module", "-e", `
+import path from "node:path";
+import fs from "node:fs";
+import { pathToFileURL } from "node:url";
+const mods = process.env.NCZARRFS_NODE_MODULES;
+const zarr = await import(pathToFileURL(path.join(mods, "zarrita/dist/src/index.js")).href);
+const FileSystemStore = (await import(pathToFileURL(path.join(mods, "@zarrita/storage/dist/src/fs.js")).href)).default;
+const root = zarr.root(new FileSystemStore(process.argv[1]));
+await zarr.create(root, { attributes: {} });
+const a = await zarr.create(root.resolve("big"), { shape: [512, 1024], chunkShape: [256, 1024], dtype: "int32",
+	codecs: [{ name: "bytes", configuration: { endian: "little" } }] });
+await zarr.set(a, null, { data: Int32Array.from({ length: 512 * 1024 }, (_, i) => i * 7), shape: [512, 1024], stride: [1024, 1] });
+const got = await zarr.get(await zarr.open(root.resolve("big"), { kind: "array" }));
+fs.writeFileSync(path.join(process.argv[1], "expected.bin"), new Uint8Array(got.data.buffer));
+`, tree)
+	node.Env = append(os.Environ(), "NCZARRFS_NODE_MODULES="+strings.TrimSpace(string(mods)))
+	if out, err := node.CombinedOutput(); err != nil {
+		t.Fatalf("zarrita: %v\n%s", err, out)
+	}
+	want, err := os.ReadFile(filepath.Join(tree, "expected.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	d, s, _ := openRemote(t, tree, false)
+	a := d.Array("big")
+	off := int64((300*1024 + 5) * 4) // row 300: chunk (1, 0)
+	buf := make([]byte, 8)
+	if _, err := a.ReadAt(ctx, buf, off); err != nil || !bytes.Equal(buf, want[off:off+8]) {
+		t.Fatalf("ReadAt: %v; differs from zarrita's values", err)
+	}
+	if got := spanReads(t, s, "big/c/"); len(got) != 1 || got[0] != [2]int64{(44*1024 + 5) * 4, 8} {
+		t.Errorf("reads %v, want one of the 8 bytes asked for", got)
+	}
+
+	chunk := filepath.Join(tree, "big", "c", "0", "0")
+	b, err := os.ReadFile(chunk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(chunk, append(b, 1, 2, 3, 4, 5), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, s, _ = openRemote(t, tree, false)
+	if _, err := d.Array("big").ReadAt(ctx, buf, 16); !errors.Is(err, codec.ErrCorrupt) {
+		t.Errorf("ReadAt of a chunk stored 5 bytes too long: %v, want ErrCorrupt", err)
+	}
+	if got := spanReads(t, s, "big/c/0/0"); len(got) != 0 {
+		t.Errorf("the long chunk was read: %v", got)
 	}
 }

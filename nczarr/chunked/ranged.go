@@ -134,10 +134,11 @@ func (a *Array) readVec(ctx context.Context, p []byte, keys []string, ops []copy
 // locates). A chunk that is not stored is fill; one stored shorter than
 // the span is corrupt, and so is one whose size a kept listing (or the
 // shard's index) gives and is not the chunk's. A ranged read cannot see
-// an object that is longer than the chunk: a Zarr v3 chunk whose size no
-// kept listing gives is read whole through the cache, whose load tells
-// one (TestV3MountS3's bad/long_raw_chunk); a v2 chunk is read by range
-// all the same, as it always was.
+// an object that is longer than the chunk: of a Zarr v3 chunk whose size
+// no kept listing gives, the store is asked the size first (a chunk of
+// at least sizeCheckMin), or the chunk is read whole through the cache,
+// whose load tells one (TestV3MountS3's bad/long_raw_chunk); a v2 chunk
+// is read by range all the same, as it always was.
 func (a *Array) readRanged(ctx context.Context, p []byte, keys []string, ops []copyOp) error {
 	type span struct {
 		lo, hi int    // chunk bytes the copies touch
@@ -241,11 +242,30 @@ func (a *Array) rangedSource(ctx context.Context, chunkKey string) (key string, 
 		}
 		return r.key, r.off, false, nil
 	}
-	if size, ok := a.keptSize(chunkKey); ok {
-		if size != chunkBytes {
-			return "", 0, false, fmt.Errorf("chunk %s: %w: stored %d bytes, want %d", chunkKey, codec.ErrCorrupt, size, chunkBytes)
+	size, known := a.keptSize(chunkKey)
+	switch {
+	case !known && a.Meta.Format == 3 && chunkBytes < sizeCheckMin:
+		return chunkKey, 0, true, nil
+	case !known && a.Meta.Format == 3:
+		// A request for the size (a HEAD), then one for the span: less
+		// than the whole chunk, until the kept listing can say.
+		var err error
+		if size, err = a.src.store.Size(ctx, chunkKey); errors.Is(err, zmap.ErrNotFound) {
+			return "", 0, false, nil
+		} else if err != nil {
+			return "", 0, false, fmt.Errorf("chunk %s: %w", chunkKey, err)
 		}
-		return chunkKey, 0, false, nil
+	case !known:
+		return chunkKey, 0, false, nil // v2: by range, unchecked, as always
 	}
-	return chunkKey, 0, a.Meta.Format == 3, nil
+	if size != chunkBytes {
+		return "", 0, false, fmt.Errorf("chunk %s: %w: stored %d bytes, want %d", chunkKey, codec.ErrCorrupt, size, chunkBytes)
+	}
+	return chunkKey, 0, false, nil
 }
+
+// sizeCheckMin is the chunk size from which a ranged read of a Zarr v3
+// chunk whose size no kept listing gives asks the store for the size
+// (a HEAD) rather than reading the whole chunk: below it, one GET of the
+// chunk costs about what the HEAD does.
+const sizeCheckMin = 1 << 20
