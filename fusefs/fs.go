@@ -106,6 +106,7 @@ type tree struct {
 	times  modTimes   // of directories (times.go)
 	xattr  xattrCache // of groups and arrays (xattr.go)
 	files  sync.Map   // array path -> *arrayFiles (synth.go)
+	pages  sync.Map   // group key -> struct{}: its index.html was opened (index.go)
 	// direct opens data files with FOPEN_DIRECT_IO; Mount sets it once
 	// the kernel has said it maps such files (Options.PageCache).
 	direct atomic.Bool

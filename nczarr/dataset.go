@@ -59,9 +59,9 @@ type Dataset struct {
 	par    int
 	groups map[string]*Group
 	arrays map[string]*Array
-	// zmeta is the metadata member of the root .zmetadata, read once by
-	// Open: attributes are read from it with no request.
-	zmeta map[string]json.RawMessage
+	// v1Attrs are the attribute types of 4.8.0 arrays (.nczattr), by
+	// path; written by the walk under its mu.
+	v1Attrs map[string]json.RawMessage
 	// lazy reads groups' children when first asked for (lazy.go); nil
 	// when Open read them all.
 	lazy *lazyWalk
@@ -73,6 +73,8 @@ type Group struct {
 	Dims   map[string]Dim
 	Groups []string // child group paths, sorted
 	Arrays []string // child array paths, sorted
+
+	attrs nodeAttrs // read by the walk (Dataset.Attrs)
 }
 
 // Group returns the group at path, or nil. On a dataset read lazily it
@@ -158,7 +160,7 @@ func Open(ctx context.Context, store zmap.Store, opts Options) (*Dataset, error)
 	if err != nil && !errors.Is(err, zmap.ErrNotFound) {
 		return nil, err
 	}
-	zattrs, err := w.getObject(ctx, ".zattrs")
+	zattrs, zattrsRaw, err := w.getDoc(ctx, ".zattrs")
 	if err != nil && !errors.Is(err, zmap.ErrNotFound) {
 		return nil, err
 	}
@@ -217,7 +219,7 @@ func Open(ctx context.Context, store zmap.Store, opts Options) (*Dataset, error)
 		w.lazy = &lazyWalk{w: w, pending: map[string]*pendingGroup{}}
 	}
 	w.lister, _ = zmap.As[lister](store)
-	w.group(ctx, "", zgroup, zattrs)
+	w.group(ctx, "", zgroup, zattrs, zattrsRaw)
 	w.wg.Wait()
 	d.lazy = w.lazy
 	return d, nil
@@ -280,29 +282,44 @@ func (w *walker) get(ctx context.Context, key string) ([]byte, error) {
 // getObject fetches and parses a JSON object; (nil, ErrNotFound) when the
 // key is not stored.
 func (w *walker) getObject(ctx context.Context, key string) (object, error) {
+	o, _, err := w.getDoc(ctx, key)
+	return o, err
+}
+
+// getDoc is getObject that also returns the object's bytes as stored,
+// even when they do not parse.
+func (w *walker) getDoc(ctx context.Context, key string) (object, []byte, error) {
 	data, err := w.get(ctx, key)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	o, err := parseObject(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", key, err)
+		return nil, data, fmt.Errorf("%s: %w", key, err)
 	}
-	return o, nil
+	return o, data, nil
 }
 
 // optional fetches a JSON object that may be absent, logging unreadable ones.
 func (w *walker) optional(ctx context.Context, key string) object {
-	o, err := w.getObject(ctx, key)
-	if err != nil && !errors.Is(err, zmap.ErrNotFound) {
-		w.d.log.Warn("skipping unreadable metadata", "key", key, "err", err)
-	}
+	o, _ := w.optionalDoc(ctx, key)
 	return o
 }
 
-// group records the group at prefix and walks its children.
-func (w *walker) group(ctx context.Context, prefix string, zgroup, zattrs object) {
-	g := &Group{Path: prefix}
+// optionalDoc is optional that also returns the object's bytes as stored:
+// a .zattrs that does not parse is kept, for its attributes to say why.
+func (w *walker) optionalDoc(ctx context.Context, key string) (object, []byte) {
+	o, data, err := w.getDoc(ctx, key)
+	if err != nil && !errors.Is(err, zmap.ErrNotFound) {
+		w.d.log.Warn("skipping unreadable metadata", "key", key, "err", err)
+	}
+	return o, data
+}
+
+// group records the group at prefix, whose .zgroup and .zattrs are
+// zgroup and zattrs (zattrsRaw as stored), and walks its children.
+func (w *walker) group(ctx context.Context, prefix string, zgroup, zattrs object, zattrsRaw []byte) {
+	g := &Group{Path: prefix, attrs: w.v2Attrs(ctx, prefix, zattrsRaw)}
 	var info groupInfo
 	found := false
 	for _, o := range []object{zattrs.obj("_nczarr_group"), zgroup.obj("_nczarr_group")} {
@@ -362,8 +379,8 @@ func (w *walker) children(ctx context.Context, g *Group, wg *sync.WaitGroup) {
 		go func() {
 			defer wg.Done()
 			zg := w.optional(ctx, zmap.Join(p, ".zgroup"))
-			za := w.optional(ctx, zmap.Join(p, ".zattrs"))
-			w.group(ctx, p, zg, za)
+			za, zaRaw := w.optionalDoc(ctx, zmap.Join(p, ".zattrs"))
+			w.group(ctx, p, zg, za, zaRaw)
 		}()
 	}
 }
@@ -440,13 +457,23 @@ func (w *walker) array(ctx context.Context, path string) *Array {
 	if err != nil {
 		return &Array{Path: path, Err: fmt.Errorf("%s: %v", zmap.Join(path, ".zarray"), err)}
 	}
-	zattrs := w.optional(ctx, zmap.Join(path, ".zattrs"))
+	_, zattrs := w.optionalDoc(ctx, zmap.Join(path, ".zattrs"))
 	var v1 object
 	if w.d.Generation == NCZarrV1 {
 		for _, name := range []string{".nczarray", ".nczvar"} {
 			if v1 = w.optional(ctx, zmap.Join(path, name)); v1 != nil {
 				break
 			}
+		}
+	}
+	if w.d.Generation == NCZarrV1 {
+		if types := w.v2Attrs(ctx, path, zattrs).v1Types; types != nil {
+			w.mu.Lock()
+			if w.d.v1Attrs == nil {
+				w.d.v1Attrs = map[string]json.RawMessage{}
+			}
+			w.d.v1Attrs[path] = types
+			w.mu.Unlock()
 		}
 	}
 	return newArray(w.d, path, zarray, zattrs, v1)
@@ -468,7 +495,6 @@ func (w *walker) consolidated(ctx context.Context) (bool, error) {
 		w.d.log.Warn("ignoring unreadable .zmetadata", "err", err)
 		return false, nil
 	}
-	w.d.zmeta = doc.Metadata
 	groups := map[string]*Group{"": {Path: ""}}
 	var arrays []string
 	for key := range doc.Metadata {
@@ -490,8 +516,7 @@ func (w *walker) consolidated(ctx context.Context) (bool, error) {
 	sort.Strings(arrays)
 	if len(arrays) > 0 && arrays[0] == "" {
 		// The dataset is one array at the root.
-		zattrs, _ := parseObject(doc.Metadata[".zattrs"])
-		w.d.arrays[""] = newArray(w.d, "", doc.Metadata[".zarray"], zattrs, nil)
+		w.d.arrays[""] = newArray(w.d, "", doc.Metadata[".zarray"], doc.Metadata[".zattrs"], nil)
 		return true, nil
 	}
 	// A folder above a listed array or group is a group even where the
@@ -505,11 +530,7 @@ func (w *walker) consolidated(ctx context.Context) (bool, error) {
 		}
 	}
 	for _, p := range arrays {
-		var zattrs object
-		if raw, ok := doc.Metadata[zmap.Join(p, ".zattrs")]; ok {
-			zattrs, _ = parseObject(raw)
-		}
-		a := newArray(w.d, p, doc.Metadata[zmap.Join(p, ".zarray")], zattrs, nil)
+		a := newArray(w.d, p, doc.Metadata[zmap.Join(p, ".zarray")], doc.Metadata[zmap.Join(p, ".zattrs")], nil)
 		w.d.arrays[p] = a
 		parent, _ := splitKey(p)
 		if g := groups[parent]; g != nil {
@@ -526,8 +547,10 @@ func (w *walker) consolidated(ctx context.Context) (bool, error) {
 		}
 		sort.Strings(g.Arrays)
 	}
-	for _, g := range groups {
+	for p, g := range groups {
 		sort.Strings(g.Groups)
+		// Pure Zarr: no 4.8.0 types to fetch, no request.
+		g.attrs = w.v2Attrs(ctx, p, doc.Metadata[zmap.Join(p, ".zattrs")])
 	}
 	w.d.groups = groups
 	return true, nil

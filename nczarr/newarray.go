@@ -18,15 +18,19 @@ import (
 // whose read path sees only the model.
 
 // newArray builds the array at path from its v2 documents: .zarray,
-// .zattrs (nil when it has none) and for 4.8.0 metadata its .nczarray or
+// .zattrs as stored (nil when it has none) and for 4.8.0 metadata its .nczarray or
 // .nczvar (nil otherwise). Problems are kept in Array.Err, so the array is
 // still listed and only reads of its data fail.
-func newArray(d *Dataset, path string, zarray []byte, zattrs, v1 object) *Array {
+func newArray(d *Dataset, path string, zarray, zattrsRaw []byte, v1 object) *Array {
 	key := zmap.Join(path, ".zarray")
+	zattrs, _ := parseObject(zattrsRaw) // nil when absent or unreadable
+	list, attrErr := zarrmeta.ParseAttrs(zattrsRaw)
 	m, err := zarrmeta.ParseV2(zarray, zattrs)
 	if m == nil {
-		return &Array{Path: path, Err: fmt.Errorf("%s: %w", key, err)}
+		// No model but its attributes: the array is still described.
+		return &Array{Path: path, Err: fmt.Errorf("%s: %w", key, err), Meta: Meta{AttrList: list, AttrErr: attrErr}}
 	}
+	m.AttrList, m.AttrErr = list, attrErr
 	nc := annotationsV2(d.Generation, m, zattrs, v1)
 	if nc.ItemSize != 0 {
 		err = m.SetItemSize(nc.ItemSize)
@@ -34,14 +38,17 @@ func newArray(d *Dataset, path string, zarray []byte, zattrs, v1 object) *Array 
 	return newArrayFrom(d, path, key, m, nc, err)
 }
 
-// newArrayV3 builds the array at path from its zarr.json document doc.
+// newArrayV3 builds the array at path from its zarr.json document doc,
+// raw as stored.
 // Problems are kept in Array.Err, as for v2 arrays.
-func newArrayV3(d *Dataset, path string, doc object) *Array {
+func newArrayV3(d *Dataset, path string, doc object, raw []byte) *Array {
 	key := zmap.Join(path, "zarr.json")
+	list, attrErr := zarrmeta.ParseAttrsV3(raw)
 	m, err := zarrmeta.ParseV3(doc)
 	if err != nil {
-		return &Array{Path: path, Err: fmt.Errorf("%s: %w", key, err)}
+		return &Array{Path: path, Err: fmt.Errorf("%s: %w", key, err), Meta: Meta{AttrList: list, AttrErr: attrErr}}
 	}
+	m.AttrList, m.AttrErr = list, attrErr
 	return newArrayFrom(d, path, key, m, annotationsV3(m), nil)
 }
 

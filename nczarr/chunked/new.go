@@ -75,7 +75,9 @@ func New(src *Source, path, key string, m *zarrmeta.Array, nc Annotations, codec
 // data, only JSON, whose fill value is the fill_value as written.
 func (a *Array) initObjects(key string) *Array {
 	m := &a.Meta
-	o := &objects{codec: m.Pipeline.Elems.Codec, steps: m.Pipeline.Elems.Steps}
+	// Of a sharded array, the element codec is the innermost shards'.
+	e := m.Leaf().Elems
+	o := &objects{codec: e.Codec, steps: e.Steps}
 	var err error
 	if o.fill, err = json.Marshal(m.Fill); err != nil {
 		a.Err = fmt.Errorf("%s: fill_value: %w", key, err)

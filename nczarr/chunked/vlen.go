@@ -169,7 +169,7 @@ func unravel(pos int64, grid []int64) []int64 {
 // not stored.
 func (a *Array) objectChunk(ctx context.Context, idx []int64) ([][]byte, error) {
 	key := a.ChunkKey(idx)
-	data, err := a.src.store.Get(ctx, key)
+	data, err := a.storedChunk(ctx, key, idx)
 	if errors.Is(err, zmap.ErrNotFound) {
 		return nil, nil
 	}
@@ -199,6 +199,32 @@ func (a *Array) objectChunk(ctx context.Context, idx []int64) ([][]byte, error) 
 		elems = fortranElemsToC(elems, a.Meta.Chunks)
 	}
 	return elems, nil
+}
+
+// storedChunk returns the stored bytes of the chunk key (grid index idx):
+// the object, or of a sharded array the inner chunk's bytes in its shard,
+// which the shard's index locates. A chunk that is not stored is
+// zmap.ErrNotFound.
+func (a *Array) storedChunk(ctx context.Context, key string, idx []int64) ([]byte, error) {
+	if !a.sharded() {
+		return a.src.store.Get(ctx, key)
+	}
+	shard, _, err := parseInnerKey(key, len(idx))
+	if err != nil {
+		return nil, err
+	}
+	r, _, ok, err := a.locateInner(ctx, shard, idx)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, zmap.ErrNotFound
+	}
+	data := make([]byte, r.n)
+	if err := a.readRegion(ctx, r.key, data, r.off); err != nil {
+		return nil, fmt.Errorf("%d bytes at %d: %w", r.n, r.off, err)
+	}
+	return data, nil
 }
 
 // fortranElemsToC reorders the elements of a chunk from Fortran to C order.
