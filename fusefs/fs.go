@@ -271,12 +271,11 @@ type dir struct {
 	t        *tree
 	key      string
 
+	mu sync.Mutex
 	// array is the array at key, nil if none; read when first needed
 	// (arrayOf), so that a stat of the folder reads no metadata.
-	arrayOnce sync.Once
-	array     *nczarr.Array
-
-	mu sync.Mutex
+	array     *nczarr.Array // GUARDED_BY(mu)
+	arrayRead bool          // GUARDED_BY(mu): array is known
 	// cachedAt is the time of the kept listing the kernel may hold in
 	// its cache of this folder's entries (OpendirHandle); zero when it
 	// holds none.
@@ -296,10 +295,21 @@ func (t *tree) newDirNode(key string) *dir {
 	return &dir{t: t, key: key, attrNode: t.attrNode(key)}
 }
 
-// arrayOf returns the array at d's key, or nil.
+// arrayOf returns the array at d's key, or nil. An array whose metadata
+// could not be read for want of the store (nczarr.Unreachable) is asked
+// for again at the next call.
 func (d *dir) arrayOf() *nczarr.Array {
-	d.arrayOnce.Do(func() { d.array = d.t.ds.Array(d.key) })
-	return d.array
+	d.mu.Lock()
+	a, known := d.array, d.arrayRead
+	d.mu.Unlock()
+	if known && (a == nil || !nczarr.Unreachable(a.Err)) {
+		return a
+	}
+	a = d.t.ds.Array(d.key)
+	d.mu.Lock()
+	d.array, d.arrayRead = a, true
+	d.mu.Unlock()
+	return a
 }
 
 // named reports whether key is a group or array of the dataset, reading
@@ -338,6 +348,11 @@ func (d *dir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.
 			return d.lookupDataJSON(ctx, out)
 		}
 	} else if a != nil && name == DataName {
+		if nczarr.Unreachable(a.Err) {
+			// No node: the kernel would keep it, and its size, for
+			// the TTL; the next lookup asks the store again.
+			return nil, d.t.rep.errno("lookup", zmap.Join(d.key, name), a.Err)
+		}
 		n := &data{t: d.t, array: a, attrNode: d.attrNode}
 		n.attr(ctx, &out.Attr)
 		return d.NewInode(ctx, n, fs.StableAttr{Mode: fuse.S_IFREG, Ino: out.Ino}), 0
