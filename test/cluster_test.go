@@ -357,6 +357,7 @@ var statsMetrics = map[string]string{
 	"store.get.errors":         `nczarrfs_store_requests_total{op="get",outcome="error"}`,
 	"store.read_at.errors":     `nczarrfs_store_requests_total{op="read_at",outcome="error"}`,
 	"disk_cache.written":       "nczarrfs_disk_cache_written_total",
+	"disk_cache.checked":       "nczarrfs_disk_cache_checked_total",
 	"cache.budget":             "nczarrfs_cache_budget",
 	"store.search.errors":      `nczarrfs_store_requests_total{op="search",outcome="error"}`,
 	"store.stat.errors":        `nczarrfs_store_requests_total{op="stat",outcome="error"}`,

@@ -44,6 +44,7 @@ var help = map[string]string{
 	"disk_cache_hits":        "Store reads that --cache-dir served.",
 	"disk_cache_misses":      "Store reads that --cache-dir sent on to the store.",
 	"disk_cache_written":     "Objects --cache-dir kept.",
+	"disk_cache_checked":     "Objects whose ETag --cache-dir asked of the store (HEAD): no kept listing held it.",
 }
 
 // Collector is a prometheus.Collector of one mount's stats.

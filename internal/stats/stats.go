@@ -77,11 +77,14 @@ type CacheSnapshot struct {
 	Budget   int64 `json:"budget"`
 }
 
-// DiskSnapshot is diskcache.Stats.
+// DiskSnapshot is diskcache.Stats. Checked counts the objects whose
+// identity (ETag) was asked of the store with a HEAD, because no kept
+// listing held it.
 type DiskSnapshot struct {
 	Hits    int64 `json:"hits"`
 	Misses  int64 `json:"misses"`
 	Written int64 `json:"written"`
+	Checked int64 `json:"checked"`
 }
 
 // Snapshot reads every counter now.
@@ -102,7 +105,7 @@ func (m *Mount) Snapshot() Snapshot {
 	}
 	if m.Disk != nil {
 		ds := m.Disk.Stats()
-		s.Disk = &DiskSnapshot{Hits: ds.Hits, Misses: ds.Misses, Written: ds.Written}
+		s.Disk = &DiskSnapshot{Hits: ds.Hits, Misses: ds.Misses, Written: ds.Written, Checked: ds.Checked}
 	}
 	return s
 }

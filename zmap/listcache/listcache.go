@@ -542,7 +542,7 @@ func folders(keys []zmap.Entry) map[string]*folder {
 	}
 	for _, k := range keys {
 		dir, name := splitKey(k.Name)
-		add(dir, zmap.Entry{Name: name, Size: k.Size, ModTime: k.ModTime})
+		add(dir, zmap.Entry{Name: name, Size: k.Size, ModTime: k.ModTime, ETag: k.ETag})
 		for dir != "" {
 			parent, sub := splitKey(dir)
 			add(parent, zmap.Entry{Name: sub, Dir: true})
