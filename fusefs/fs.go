@@ -203,6 +203,13 @@ func Mount(mountpoint string, ds *nczarr.Dataset, store zmap.Store, opts Options
 			// for every READ.
 			DisableSplice: true,
 			DirectMount:   opts.DirectMount,
+			// The kernel keeps each file's POSIX ACLs (none: the
+			// getxattr of system.posix_acl_* says so once per inode)
+			// instead of asking for them at every ls -l, two
+			// requests a name. It also checks the modes itself
+			// (default_permissions): the umask then binds other users
+			// of an --allow-other mount too.
+			EnableAcl: true,
 		},
 	}
 	t := newTree(ds, store, opts)
@@ -335,6 +342,7 @@ func (d *dir) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) 
 }
 
 func (d *dir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	d.t.stats.Kernel.Lookups.Add(1)
 	ctx, cancel := d.t.bound(ctx)
 	defer cancel()
 	if errno := d.ready(ctx); errno != 0 {
@@ -480,6 +488,7 @@ func (d *dir) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 // listing has been made again since (after --metadata-ttl), the kernel's
 // copy is dropped and this open reads the new one.
 func (d *dir) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	d.t.stats.Kernel.Opendirs.Add(1)
 	h := &dirHandle{d: d}
 	if d.t.lc.TTL() <= 0 {
 		return h, 0, 0
@@ -525,6 +534,7 @@ func (h *dirHandle) stream(ctx context.Context) syscall.Errno {
 	if h.ds != nil {
 		return 0
 	}
+	h.d.t.stats.Kernel.Readdirs.Add(1)
 	ds, errno := h.d.Readdir(ctx)
 	if errno == 0 {
 		h.ds = ds
