@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -209,4 +210,53 @@ func rss() string {
 		}
 	}
 	return "unknown"
+}
+
+// failing is a store that fails every call, as a server that cannot be
+// reached does, while down is set.
+type failing struct {
+	zmap.Store
+	down bool
+}
+
+var errUnreachable = errors.New("no answer within 3s")
+
+func (f *failing) Search(ctx context.Context, prefix string) ([]zmap.Entry, error) {
+	if f.down {
+		return nil, errUnreachable
+	}
+	return f.Store.Search(ctx, prefix)
+}
+
+func (f *failing) Get(ctx context.Context, key string) ([]byte, error) {
+	if f.down {
+		return nil, errUnreachable
+	}
+	return f.Store.Get(ctx, key)
+}
+
+// TestFailuresNotKept checks that a listing or a metadata object that
+// could not be had from the store is not kept: once the store answers
+// again, the same Store answers right, with no wait for the TTL.
+func TestFailuresNotKept(t *testing.T) {
+	fs, err := file.Open(writeTree(t, map[string][]byte{"v/.zarray": []byte(`{}`), "v/0": []byte("chunk")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &failing{Store: fs, down: true}
+	c := listcache.New(f, listcache.Options{TTL: time.Hour})
+	ctx := context.Background()
+	if _, err := c.Search(ctx, "v"); !errors.Is(err, errUnreachable) {
+		t.Fatalf("Search while down: %v", err)
+	}
+	if _, err := c.Get(ctx, "v/.zarray"); !errors.Is(err, errUnreachable) {
+		t.Fatalf("Get while down: %v", err)
+	}
+	f.down = false
+	if got, err := c.Search(ctx, "v"); err != nil || len(got) != 2 {
+		t.Errorf("Search once back: %v, %v; want the 2 objects", got, err)
+	}
+	if got, err := c.Get(ctx, "v/.zarray"); err != nil || string(got) != "{}" {
+		t.Errorf("Get once back: %q, %v", got, err)
+	}
 }
