@@ -86,6 +86,9 @@ func (t *tree) arrayFiles(a *nczarr.Array) *arrayFiles {
 		_, f.vrt = describe.VRT(a, DataName)
 		f.preview = preview.Supported(a)
 	}
+	if nczarr.Unreachable(a.Err) {
+		return f // not kept: the array is read again
+	}
 	got, _ := t.files.LoadOrStore(a.Path, f)
 	return got.(*arrayFiles)
 }

@@ -219,8 +219,14 @@ func Open(ctx context.Context, store zmap.Store, opts Options) (*Dataset, error)
 		w.lazy = &lazyWalk{w: w, pending: map[string]*pendingGroup{}}
 	}
 	w.lister, _ = zmap.As[lister](store)
-	w.group(ctx, "", zgroup, zattrs, zattrsRaw)
+	rctx, failed := withFailures(ctx)
+	w.group(rctx, "", zgroup, zattrs, zattrsRaw)
 	w.wg.Wait()
+	if err := failed.err(); err != nil && w.lazy != nil {
+		// The root's children could not be named: a mount would show
+		// none of them until it ends.
+		return nil, fmt.Errorf("listing the root group: %w", err)
+	}
 	d.lazy = w.lazy
 	return d, nil
 }
@@ -276,7 +282,8 @@ func (w *walker) get(ctx context.Context, key string) ([]byte, error) {
 	}
 	w.sem <- struct{}{}
 	defer func() { <-w.sem }()
-	return w.d.store.Get(ctx, key)
+	data, err := w.d.store.Get(ctx, key)
+	return data, noteFailure(ctx, err)
 }
 
 // getObject fetches and parses a JSON object; (nil, ErrNotFound) when the
@@ -359,30 +366,75 @@ func (w *walker) group(ctx context.Context, prefix string, zgroup, zattrs object
 		w.lazy.defer_(g)
 		return
 	}
-	w.children(ctx, g, &w.wg)
+	w.children(ctx, g, nil, &w.wg)
 }
 
-// children reads the arrays and groups in g, in the background (wg).
-func (w *walker) children(ctx context.Context, g *Group, wg *sync.WaitGroup) {
+// children reads the arrays and groups in g, in the background (wg): all
+// of them, or, when only is not nil, those it holds. Each child whose read
+// met a failure to reach the store is in the failed set it returns, to be
+// read after wg is done; such an array is kept meanwhile with the failure
+// as its Err (Unreachable), and is read again with the group
+// (lazyWalk.readCtx).
+func (w *walker) children(ctx context.Context, g *Group, only map[string]bool, wg *sync.WaitGroup) *failedSet {
+	failed := &failedSet{}
 	for _, p := range g.Arrays {
+		if only != nil && !only[p] {
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			a := w.array(ctx, p)
+			cctx, f := withFailures(ctx)
+			a := w.array(cctx, p)
+			if err := f.err(); err != nil {
+				a = &Array{Path: p, Err: fmt.Errorf("reading the metadata of %s: %w", p, err)}
+				failed.add(p)
+			}
 			w.mu.Lock()
 			w.d.arrays[p] = a
 			w.mu.Unlock()
 		}()
 	}
 	for _, p := range g.Groups {
+		if only != nil && !only[p] {
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			zg := w.optional(ctx, zmap.Join(p, ".zgroup"))
-			za, zaRaw := w.optionalDoc(ctx, zmap.Join(p, ".zattrs"))
-			w.group(ctx, p, zg, za, zaRaw)
+			cctx, f := withFailures(ctx)
+			zg := w.optional(cctx, zmap.Join(p, ".zgroup"))
+			za, zaRaw := w.optionalDoc(cctx, zmap.Join(p, ".zattrs"))
+			w.group(cctx, p, zg, za, zaRaw)
+			if f.err() != nil {
+				failed.add(p)
+			}
 		}()
 	}
+	return failed
+}
+
+// failedSet is the set of children of a group whose read failed to reach
+// the store.
+type failedSet struct {
+	mu    sync.Mutex
+	paths map[string]bool // GUARDED_BY(mu)
+}
+
+func (s *failedSet) add(path string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.paths == nil {
+		s.paths = map[string]bool{}
+	}
+	s.paths[path] = true
+}
+
+// set returns the paths in s, nil when there are none.
+func (s *failedSet) set() map[string]bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.paths
 }
 
 // search finds a pure Zarr group's children: every sub-prefix holding a
@@ -392,7 +444,7 @@ func (w *walker) search(ctx context.Context, prefix string) (arrays, groups []st
 	entries, err := w.d.store.Search(ctx, prefix)
 	<-w.sem
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, noteFailure(ctx, err)
 	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup

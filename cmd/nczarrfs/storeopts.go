@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/nczarrfs/nczarrfs/zmap"
+	"github.com/nczarrfs/nczarrfs/zmap/diskcache"
 	"github.com/nczarrfs/nczarrfs/zmap/listcache"
 	"github.com/nczarrfs/nczarrfs/zmap/s3"
 	"github.com/nczarrfs/nczarrfs/zmap/source"
@@ -49,14 +50,20 @@ func parseTTL(s string) (time.Duration, error) {
 // keepListings wraps store in the layer that keeps its listings and
 // metadata for ttl (zmap/listcache): a distant store is listed flat when
 // it holds at most listcache.DefaultFlatLimit keys, and a listed folder's
-// sub-folders are listed in the background.
+// sub-folders are listed in the background. A --cache-dir folder under it
+// takes the identity of objects from those listings.
 func keepListings(store zmap.Store, ttl time.Duration, log *slog.Logger) *listcache.Store {
 	opts := listcache.Options{TTL: ttl, Logger: log}
 	if r, ok := zmap.As[interface{ Remote() bool }](store); ok && r.Remote() {
 		opts.FlatLimit = listcache.DefaultFlatLimit
 		opts.Prefetch = 8
 	}
-	return listcache.New(store, opts)
+	lc := listcache.New(store, opts)
+	if dc, ok := zmap.As[*diskcache.Store](store); ok {
+		// --cache-dir names objects by the ETags of the kept listings.
+		dc.SetListing(lc, ttl)
+	}
+	return lc
 }
 
 // storeOptions are the options of source.Open that c's flags give.

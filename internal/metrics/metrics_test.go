@@ -120,7 +120,7 @@ func fromStats(t *testing.T, js []byte) map[string]float64 {
 		}
 		return "nczarrfs_" + part + "_" + field + "_total"
 	}
-	for _, part := range []string{"store", "cache", "disk_cache"} {
+	for _, part := range []string{"store", "cache", "disk_cache", "kernel"} {
 		fields, _ := snap[part].(map[string]any)
 		for field, v := range fields {
 			switch v := v.(type) {
