@@ -106,6 +106,8 @@ type tree struct {
 	times  modTimes   // of directories (times.go)
 	xattr  xattrCache // of groups and arrays (xattr.go)
 	files  sync.Map   // array path -> *arrayFiles (synth.go)
+	// classics are the groups' classic files (classic.go).
+	classics sync.Map // group path -> *classicEntry
 	// direct opens data files with FOPEN_DIRECT_IO; Mount sets it once
 	// the kernel has said it maps such files (Options.PageCache).
 	direct atomic.Bool

@@ -120,6 +120,7 @@ func (d *dir) synthNames() []synthName {
 	}
 	if t.ds.Group(d.key) != nil {
 		names = append(names, synthName{IndexName, fuse.S_IFREG, ino('x', d.key), func() synthNode { return t.indexFile(d.key) }})
+		names = append(names, synthName{ClassicName, fuse.S_IFREG, ino('N', d.key), func() synthNode { return &classicFile{t: t, key: d.key} }})
 	}
 	if d.key == "" {
 		if t.ds.Group("") != nil {

@@ -1,0 +1,146 @@
+package fusefs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/nczarrfs/nczarrfs/describe"
+	"github.com/nczarrfs/nczarrfs/describe/netcdf3"
+)
+
+// ClassicName, in every group, is the group as a netCDF classic file
+// (describe.NewClassic): its header made from metadata, its variables'
+// values read through the chunk cache as data is.
+const ClassicName = describe.ClassicName
+
+// classicEntry is a group's classic file, made once (at its first
+// lookup) and logged then.
+type classicEntry struct {
+	once sync.Once
+	c    *describe.Classic
+	err  error
+}
+
+// classic returns the classic file of the group key, making it once; a
+// failure is not kept, so a later lookup tries again.
+func (t *tree) classic(ctx context.Context, key string) (*describe.Classic, error) {
+	v, _ := t.classics.LoadOrStore(key, &classicEntry{})
+	e := v.(*classicEntry)
+	e.once.Do(func() {
+		// On a dataset read lazily, the group's arrays first.
+		if e.err = t.ds.Ready(ctx, ClassicPath(key)); e.err != nil {
+			return
+		}
+		e.c, e.err = describe.NewClassic(ctx, t.ds, key)
+		if e.err != nil {
+			return
+		}
+		args := []any{"key", ClassicPath(key), "format", e.c.Format().String(), "size", e.c.Size()}
+		if e.c.Why5 != "" {
+			args = append(args, "why", e.c.Why5)
+		}
+		t.rep.log.Info("netCDF classic file", args...)
+		for _, o := range e.c.Omitted {
+			t.rep.log.Warn("left out of "+ClassicName, "key", ClassicPath(key), "what", o)
+		}
+	})
+	if e.err != nil {
+		t.classics.CompareAndDelete(key, e)
+		return nil, e.err
+	}
+	return e.c, nil
+}
+
+// ClassicPath is the key of the classic file of the group key.
+func ClassicPath(key string) string { return describe.ClassicPath(key) }
+
+// classicFile is ClassicName of a group. Its file is made at the first
+// lookup (attr), which fails with the reason when it cannot be made.
+type classicFile struct {
+	fs.Inode
+	t   *tree
+	key string // the group's
+}
+
+var (
+	_ fs.NodeOpener    = (*classicFile)(nil)
+	_ fs.NodeReader    = (*classicFile)(nil)
+	_ fs.NodeGetattrer = (*classicFile)(nil)
+)
+
+func (f *classicFile) live() bool { return false }
+
+func (f *classicFile) attr(ctx context.Context, a *fuse.Attr) error {
+	c, err := f.t.classic(ctx, f.key)
+	if err != nil {
+		return err
+	}
+	f.t.fill(a, fuse.S_IFREG|0o444, uint64(c.Size()), ino('N', f.key))
+	// Block reads: netCDF's I/O layer sizes its buffer by st_blksize.
+	a.Blksize = readSize
+	stamp(a, f.t.dirTime(ctx, f.key))
+	return nil
+}
+
+func (f *classicFile) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	ctx, cancel := f.t.bound(ctx)
+	defer cancel()
+	if err := f.attr(ctx, &out.Attr); err != nil {
+		return f.t.rep.errno("stat", ClassicPath(f.key), err)
+	}
+	return 0
+}
+
+// classicHandle is an open classic file: its own reader, so each
+// variable's read-ahead follows this file's reads.
+type classicHandle struct {
+	c *describe.Classic
+	r *netcdf3.Reader
+}
+
+func (f *classicFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	ctx, cancel := f.t.bound(ctx)
+	defer cancel()
+	fuseFlags, errno := f.t.openData(flags)
+	if errno != 0 {
+		return nil, 0, errno
+	}
+	c, err := f.t.classic(ctx, f.key)
+	if err != nil {
+		return nil, 0, f.t.rep.errno("open "+ClassicName, ClassicPath(f.key), err)
+	}
+	return &classicHandle{c: c, r: c.NewReader()}, fuseFlags, 0
+}
+
+func (f *classicFile) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	ctx, cancel := f.t.bound(ctx)
+	defer cancel()
+	h, ok := fh.(*classicHandle)
+	if !ok {
+		c, err := f.t.classic(ctx, f.key)
+		if err != nil {
+			return nil, f.t.rep.errno("read "+ClassicName, ClassicPath(f.key), err)
+		}
+		h = &classicHandle{c: c, r: c.NewReader()}
+	}
+	size := h.c.Size()
+	dest = clamp(dest, off, size)
+	if len(dest) == 0 {
+		return fuse.ReadResultData(nil), 0
+	}
+	n, err := h.r.ReadAt(ctx, dest, off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, f.t.rep.errno("read "+ClassicName, ClassicPath(f.key), err)
+	}
+	if n < len(dest) {
+		return nil, f.t.rep.errno("read "+ClassicName, ClassicPath(f.key), fmt.Errorf("%w: %d bytes at %d of %d", errShortRead, n, off, size))
+	}
+	return fuse.ReadResultData(dest), 0
+}
