@@ -68,6 +68,7 @@ func NewClassic(ctx context.Context, ds *nczarr.Dataset, path string) (*Classic,
 	}
 	c := &Classic{Omitted: m.omitted, Why5: m.h.Needs5()}
 	m.h.Format = netcdf3.CDF2
+	m.h.DataStart = netcdf3.HeaderBlock
 	if c.Why5 != "" {
 		m.h.Format = netcdf3.CDF5
 	}

@@ -10,10 +10,16 @@ import (
 )
 
 // Alignment of the begins: a variable of at least BlockAlign bytes, and
-// the records, begin on a multiple of BlockAlign, so that block reads of
-// a variable do not straddle its neighbours; smaller ones follow each
-// other on the format's 4-byte boundary.
+// the records, begin on a multiple of BlockAlign, so that block reads of a
+// variable do not straddle its neighbours; smaller ones follow each other
+// on the format's 4-byte boundary.
 const BlockAlign = 4096
+
+// HeaderBlock is the Header.DataStart for a file served with an
+// st_blksize of at most HeaderBlock: netcdf-c reads the header in one
+// block of st_blksize, which then touches no variable, so a variable that
+// fails to read never hides the header.
+const HeaderBlock = 1 << 20
 
 // File is the layout of a classic file: where the header, each
 // variable's values and the records lie. It is immutable and safe for
@@ -43,7 +49,7 @@ func New(h *Header) (*File, error) {
 	}
 	// The header's size does not depend on the begins' values.
 	hsize := int64(len(encode(h, f.numRecs, f.begins)))
-	pos := hsize
+	pos := roundUp(hsize, max(h.DataStart, BlockAlign))
 	for i := range h.Vars {
 		v := &h.Vars[i]
 		if isRec(h, v) {

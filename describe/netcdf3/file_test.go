@@ -267,14 +267,16 @@ func FuzzHeader(f *testing.F) {
 	})
 }
 
-// TestLayout checks the begins of a fixed model: 4-byte steps for small
-// variables, BlockAlign for large ones and for the records, and one
-// record variable's records unpadded.
+// TestLayout checks the begins of a fixed model: the first variable past
+// HeaderBlock, 4-byte steps for small variables, BlockAlign for
+// large ones and for the records, and one record variable's records
+// unpadded.
 func TestLayout(t *testing.T) {
 	h := &Header{
-		Format: CDF2,
-		Dims:   []Dim{{"time", 3}, {"x", 5}, {"y", 2048}},
-		RecDim: 0,
+		Format:    CDF2,
+		DataStart: HeaderBlock,
+		Dims:      []Dim{{"time", 3}, {"x", 5}, {"y", 2048}},
+		RecDim:    0,
 		Vars: []Var{
 			{Name: "a", Type: Short, Dims: []int{1}},   // 10 bytes, vsize 12
 			{Name: "b", Type: Double, Dims: []int{2}},  // 16 KiB: aligned
@@ -288,9 +290,9 @@ func TestLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := int64(len(f.Header()))
-	want := []int64{hs, BlockAlign, 0, BlockAlign + 16384, BlockAlign + 16384 + 8, 0}
-	rec := roundUp(BlockAlign+16384+12, BlockAlign)
+	const hb = HeaderBlock
+	want := []int64{hb, hb + BlockAlign, 0, hb + BlockAlign + 16384, hb + BlockAlign + 16384 + 8, 0}
+	rec := roundUp(hb+BlockAlign+16384+12, BlockAlign)
 	want[2], want[5] = rec, rec+8
 	for i, w := range want {
 		if got := f.Begin(i); got != w {
@@ -304,7 +306,7 @@ func TestLayout(t *testing.T) {
 	if f, err = New(h); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := f.Size(), roundUp(BlockAlign+16384, BlockAlign)+3*5; got != want {
+	if got, want := f.Size(), int64(HeaderBlock+BlockAlign+16384+3*5); got != want {
 		t.Errorf("one record variable: size %d, want %d", got, want)
 	}
 }

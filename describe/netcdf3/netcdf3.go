@@ -142,6 +142,9 @@ type Header struct {
 	RecDim int
 	Attrs  []Attr
 	Vars   []Var
+	// DataStart rounds up where the first variable begins: a multiple
+	// of it (and of BlockAlign) past the header.
+	DataStart int64
 }
 
 // Limits of CDF-2: a variable (one record of a record variable) of at
