@@ -185,6 +185,23 @@ func TestClassicAgreesWithNetcdfC(t *testing.T) {
 			if tc.unlim != "" && !strings.Contains(header, tc.unlim+" = UNLIMITED ;") {
 				t.Errorf("ncdump -h shows no unlimited %s:\n%s", tc.unlim, header)
 			}
+			// nczarrfs export writes the same bytes without a mount.
+			exported := filepath.Join(dir, "export.nc")
+			r := nczarrfsCommand(t, "export", tree, "-o", exported)
+			if r.err != nil || !strings.Contains(r.stderr, "as netCDF CDF-") {
+				t.Fatalf("nczarrfs export: %v\n%s", r.err, r.stderr)
+			}
+			got, err := os.ReadFile(exported)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mounted, err := os.ReadFile(nc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, mounted) {
+				t.Errorf("export wrote %d bytes, not the %d of dataset.nc", len(got), len(mounted))
+			}
 		})
 	}
 }
@@ -426,7 +443,22 @@ func TestClassicBadInput(t *testing.T) {
 	if got := ncdump(t, "-v", "good", "-h", nc); !strings.Contains(got, "good") {
 		t.Errorf("ncdump -v good: %s", got)
 	}
+	// export fails, naming the chunk, and leaves no file; the empty
+	// group exports.
+	out := filepath.Join(dir, "odd.nc")
+	if r := nczarrfsCommand(t, "export", tree, "-o", out); r.err == nil || !strings.Contains(r.stderr, "bad/1.0") {
+		t.Errorf("export of a corrupt chunk: %v\n%s", r.err, r.stderr)
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a failed export left %s: %v", out, err)
+	}
+	if r := nczarrfsCommand(t, "export", tree, "/empty", "-o", out); r.err != nil {
+		t.Errorf("export of the empty group: %v\n%s", r.err, r.stderr)
+	}
 	empty := ncdump(t, filepath.Join(d.mnt, "empty", "dataset.nc"))
+	if exported := ncdump(t, out); exported != empty {
+		t.Errorf("ncdump of the exported empty group:\n%s\nof its dataset.nc:\n%s", exported, empty)
+	}
 	if !strings.Contains(empty, `:comment = "a group with no arrays" ;`) || strings.Contains(empty, "variables:") || strings.Contains(empty, "nczarrfs_omitted") {
 		t.Errorf("ncdump of the empty group:\n%s", empty)
 	}

@@ -34,6 +34,7 @@ func commands() []*cli.Command {
 		headerCommand(),
 		catCommand(),
 		previewCommand(),
+		exportCommand(),
 		completionCommand(),
 	}
 }

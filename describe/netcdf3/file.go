@@ -49,7 +49,10 @@ func New(h *Header) (*File, error) {
 	}
 	// The header's size does not depend on the begins' values.
 	hsize := int64(len(encode(h, f.numRecs, f.begins)))
-	pos := roundUp(hsize, max(h.DataStart, BlockAlign))
+	pos := hsize
+	if len(h.Vars) > 0 {
+		pos = roundUp(hsize, max(h.DataStart, BlockAlign))
+	}
 	for i := range h.Vars {
 		v := &h.Vars[i]
 		if isRec(h, v) {
