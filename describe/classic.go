@@ -24,10 +24,29 @@ const OmittedAttr = "nczarrfs_omitted"
 type Classic struct {
 	*netcdf3.File
 	// Omitted names each variable or attribute left out, with the
-	// reason ("var: reason", "var:attr: reason"), as OmittedAttr does.
+	// reason ("var: reason", "var:attr: reason", ":attr: reason" for a
+	// global one), as OmittedAttr does.
 	Omitted []string
 	// Why5 is why the file is CDF-5, "" when it is CDF-2.
 	Why5 string
+
+	group   string
+	omitted map[string]string // variable name -> why it is left out
+}
+
+// ClassicVar is what an array's info.json says of its place in its
+// group's dataset.nc.
+type ClassicVar struct {
+	File string `json:"file"` // "/" + the classic file's key
+	// Format is "64-bit offset" (CDF-2) or "cdf5" (CDF-5), as ncdump -k
+	// names them.
+	Format  string `json:"format"`
+	Omitted string `json:"omitted,omitempty"` // why the array is not a variable of it
+}
+
+// Var says where the array name of the group is in the file.
+func (c *Classic) Var(name string) *ClassicVar {
+	return &ClassicVar{File: "/" + ClassicPath(c.group), Format: c.Format().String(), Omitted: c.omitted[name]}
 }
 
 // NewClassic maps the group at path to a netCDF classic file, from the
@@ -41,7 +60,7 @@ func NewClassic(ctx context.Context, ds *nczarr.Dataset, path string) (*Classic,
 	if err != nil {
 		return nil, err
 	}
-	m := &classicMapper{ds: ds, path: path, dimIndex: map[string]int{}, h: &netcdf3.Header{RecDim: -1}}
+	m := &classicMapper{ds: ds, path: path, dimIndex: map[string]int{}, varOmitted: map[string]string{}, h: &netcdf3.Header{RecDim: -1}}
 	if ds.Generation != nczarr.PureZarr {
 		for _, d := range l.Dims {
 			m.addDim(d.Name, d.Dim)
@@ -66,7 +85,7 @@ func NewClassic(ctx context.Context, ds *nczarr.Dataset, path string) (*Classic,
 		text := strings.Join(m.omitted, "\n")
 		m.h.Attrs = append(m.h.Attrs, netcdf3.Attr{Name: OmittedAttr, Type: netcdf3.Char, Values: []byte(text)})
 	}
-	c := &Classic{Omitted: m.omitted, Why5: m.h.Needs5()}
+	c := &Classic{Omitted: m.omitted, Why5: m.h.Needs5(), group: path, omitted: m.varOmitted}
 	m.h.Format = netcdf3.CDF2
 	m.h.DataStart = netcdf3.HeaderBlock
 	if c.Why5 != "" {
@@ -87,10 +106,18 @@ type classicMapper struct {
 	dimIndex map[string]int
 	used     []bool // by index of h.Dims: a variable uses it
 	omitted  []string
+	// varOmitted holds why each variable left out is.
+	varOmitted map[string]string
 }
 
+// omit records that name ("var", or "var:attr" and ":attr" for
+// attributes, as CDL names them) is left out, and why.
 func (m *classicMapper) omit(name, format string, args ...any) {
-	m.omitted = append(m.omitted, name+": "+fmt.Sprintf(format, args...))
+	why := fmt.Sprintf(format, args...)
+	m.omitted = append(m.omitted, name+": "+why)
+	if !strings.Contains(name, ":") {
+		m.varOmitted[name] = why
+	}
 }
 
 func (m *classicMapper) addDim(name string, d nczarr.Dim) int {
@@ -297,7 +324,7 @@ func (m *classicMapper) attr(varName string, a nczarr.Attr, varType string) (net
 	if a.Name == "_FillValue" && varType != "" {
 		typ = varType
 	}
-	who := a.Name
+	who := ":" + a.Name
 	if varName != "" {
 		who = varName + ":" + a.Name
 	}

@@ -114,7 +114,9 @@ func (d *dir) synthNames() []synthName {
 		}
 		names = append(names, synthName{InfoName, fuse.S_IFREG, ino('i', a.Path), func() synthNode {
 			return t.staticFile(ino('i', a.Path), a.Path, func(ctx context.Context) ([]byte, error) {
-				return describe.Info(ctx, t.ds, a.Path)
+				// It says where the array is in its group's dataset.nc.
+				c, _ := t.classic(ctx, describe.ParentGroup(a.Path))
+				return describe.InfoIn(ctx, t.ds, a.Path, c)
 			})
 		}})
 	}
