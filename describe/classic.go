@@ -87,7 +87,7 @@ func NewClassic(ctx context.Context, ds *nczarr.Dataset, path string) (*Classic,
 	}
 	c := &Classic{Omitted: m.omitted, Why5: m.h.Needs5(), group: path, omitted: m.varOmitted}
 	m.h.Format = netcdf3.CDF2
-	m.h.DataStart = netcdf3.HeaderBlock
+	m.h.DataStart = netcdf3.BlockSize(m.h)
 	if c.Why5 != "" {
 		m.h.Format = netcdf3.CDF5
 	}

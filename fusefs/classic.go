@@ -83,9 +83,9 @@ func (f *classicFile) attr(ctx context.Context, a *fuse.Attr) error {
 		return err
 	}
 	f.t.fill(a, fuse.S_IFREG|0o444, uint64(c.Size()), ino('N', f.key))
-	// Block reads: netCDF's I/O layer reads blocks of st_blksize. The
-	// first is the header's, which holds no variable up to HeaderBlock.
-	a.Blksize = min(readSize, netcdf3.HeaderBlock)
+	// netCDF's I/O layer reads blocks of st_blksize. The first is the
+	// header's, which holds no variable up to DataStart.
+	a.Blksize = uint32(c.DataStart())
 	stamp(a, f.t.dirTime(ctx, f.key))
 	return nil
 }

@@ -15,11 +15,35 @@ import (
 // on the format's 4-byte boundary.
 const BlockAlign = 4096
 
-// HeaderBlock is the Header.DataStart for a file served with an
-// st_blksize of at most HeaderBlock: netcdf-c reads the header in one
-// block of st_blksize, which then touches no variable, so a variable that
-// fails to read never hides the header.
-const HeaderBlock = 1 << 20
+// Block sizes for BlockSize: netcdf-c reads blocks of st_blksize, but
+// at least MinBlock; MaxBlock is the largest FUSE read.
+const (
+	MinBlock = 8 << 10
+	MaxBlock = 1 << 20
+)
+
+// BlockSize is the st_blksize to serve h's file with, and the DataStart
+// to lay it out with: a power of two from MinBlock to MaxBlock, about a
+// 256th of the variables' bytes. netcdf-c reads the header in one block
+// of st_blksize, which then touches no variable, so a variable that fails
+// to read never hides the header; large files are read in large blocks,
+// and small ones stay small.
+func BlockSize(h *Header) int64 {
+	var data int64
+	for i := range h.Vars {
+		v := &h.Vars[i]
+		n := vsize(h, v)
+		if isRec(h, v) {
+			n *= h.Dims[h.RecDim].Len
+		}
+		data += n
+	}
+	b := int64(MinBlock)
+	for b < MaxBlock && b*256 < data {
+		b *= 2
+	}
+	return b
+}
 
 // File is the layout of a classic file: where the header, each
 // variable's values and the records lie. It is immutable and safe for
@@ -100,6 +124,9 @@ func (f *File) Header() []byte { return f.header }
 
 // Format is the file's format.
 func (f *File) Format() Format { return f.h.Format }
+
+// DataStart is what the first variable's begin is a multiple of.
+func (f *File) DataStart() int64 { return max(f.h.DataStart, BlockAlign) }
 
 // Begin is the offset of variable i's first value.
 func (f *File) Begin(i int) int64 { return f.begins[i] }

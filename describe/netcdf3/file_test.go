@@ -268,13 +268,13 @@ func FuzzHeader(f *testing.F) {
 }
 
 // TestLayout checks the begins of a fixed model: the first variable past
-// HeaderBlock, 4-byte steps for small variables, BlockAlign for
+// DataStart, 4-byte steps for small variables, BlockAlign for
 // large ones and for the records, and one record variable's records
 // unpadded.
 func TestLayout(t *testing.T) {
 	h := &Header{
 		Format:    CDF2,
-		DataStart: HeaderBlock,
+		DataStart: MaxBlock,
 		Dims:      []Dim{{"time", 3}, {"x", 5}, {"y", 2048}},
 		RecDim:    0,
 		Vars: []Var{
@@ -290,7 +290,7 @@ func TestLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const hb = HeaderBlock
+	const hb = MaxBlock
 	want := []int64{hb, hb + BlockAlign, 0, hb + BlockAlign + 16384, hb + BlockAlign + 16384 + 8, 0}
 	rec := roundUp(hb+BlockAlign+16384+12, BlockAlign)
 	want[2], want[5] = rec, rec+8
@@ -306,7 +306,7 @@ func TestLayout(t *testing.T) {
 	if f, err = New(h); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := f.Size(), int64(HeaderBlock+BlockAlign+16384+3*5); got != want {
+	if got, want := f.Size(), int64(MaxBlock+BlockAlign+16384+3*5); got != want {
 		t.Errorf("one record variable: size %d, want %d", got, want)
 	}
 }
@@ -398,6 +398,20 @@ func TestSwap(t *testing.T) {
 					t.Fatalf("read [%d,%d): byte %d = %d, want %d", at, end, k, p[k], want)
 				}
 			}
+		}
+	}
+}
+
+func TestBlockSize(t *testing.T) {
+	for _, tc := range []struct {
+		n    int64 // floats in one variable
+		want int64
+	}{
+		{1, MinBlock}, {MinBlock * 64, MinBlock}, {MinBlock*64 + 1, 2 * MinBlock}, {64 << 20, MaxBlock}, {1 << 40, MaxBlock},
+	} {
+		h := &Header{RecDim: -1, Dims: []Dim{{"x", tc.n}}, Vars: []Var{{Name: "v", Type: Float, Dims: []int{0}}}}
+		if got := BlockSize(h); got != tc.want {
+			t.Errorf("BlockSize of %d floats = %d, want %d", tc.n, got, tc.want)
 		}
 	}
 }
