@@ -7,6 +7,7 @@ package test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -455,6 +456,27 @@ func TestClassicBadInput(t *testing.T) {
 	}
 	if got := ncdump(t, "-v", "good", "-h", nc); !strings.Contains(got, "good") {
 		t.Errorf("ncdump -v good: %s", got)
+	}
+	// info.json says where each array is, or why it is not.
+	for _, tc := range []struct{ array, want string }{
+		{"good", `{"file":"/dataset.nc","format":"64-bit offset"}`},
+		{"flags", `{"file":"/dataset.nc","format":"64-bit offset","omitted":"dtype |b1 has no netCDF classic type"}`},
+	} {
+		b, err := os.ReadFile(filepath.Join(d.mnt, tc.array, "info.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var info struct {
+			NetCDF json.RawMessage `json:"netcdf_classic"`
+		}
+		if err := json.Unmarshal(b, &info); err != nil {
+			t.Fatal(err)
+		}
+		var compact bytes.Buffer
+		json.Compact(&compact, info.NetCDF)
+		if compact.String() != tc.want {
+			t.Errorf("%s/info.json netcdf_classic: %s, want %s", tc.array, compact.String(), tc.want)
+		}
 	}
 	// export fails, naming the chunk, and leaves no file; the empty
 	// group exports.
