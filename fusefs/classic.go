@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -26,6 +27,13 @@ type classicEntry struct {
 	once sync.Once
 	c    *describe.Classic
 	err  error
+	made atomic.Bool // c is made
+}
+
+// classicMade reports whether the classic file of the group key is made.
+func (t *tree) classicMade(key string) bool {
+	v, ok := t.classics.Load(key)
+	return ok && v.(*classicEntry).made.Load()
 }
 
 // classic returns the classic file of the group key, making it once; a
@@ -50,6 +58,7 @@ func (t *tree) classic(ctx context.Context, key string) (*describe.Classic, erro
 		for _, o := range e.c.Omitted {
 			t.rep.log.Warn("left out of "+ClassicName, "key", ClassicPath(key), "what", o)
 		}
+		e.made.Store(true)
 	})
 	if e.err != nil {
 		t.classics.CompareAndDelete(key, e)
@@ -62,7 +71,11 @@ func (t *tree) classic(ctx context.Context, key string) (*describe.Classic, erro
 func ClassicPath(key string) string { return describe.ClassicPath(key) }
 
 // classicFile is ClassicName of a group. Its file is made at the first
-// lookup (attr), which fails with the reason when it cannot be made.
+// lookup (attr), which fails with the reason when it cannot be made; on a
+// dataset read lazily whose arrays are not all read, at the first open
+// instead, as header.cdl is, so that ls -l of a large group on S3 reads
+// no array's metadata: until then a stat shows size 0 for an instant
+// (liveTimeout).
 type classicFile struct {
 	fs.Inode
 	t   *tree
@@ -75,9 +88,19 @@ var (
 	_ fs.NodeGetattrer = (*classicFile)(nil)
 )
 
-func (f *classicFile) live() bool { return false }
+// unsized reports whether the file's size is not known until it is made.
+func (f *classicFile) unsized() bool {
+	return !f.t.classicMade(f.key) && f.t.ds.Unread()
+}
+
+func (f *classicFile) live() bool { return f.unsized() }
 
 func (f *classicFile) attr(ctx context.Context, a *fuse.Attr) error {
+	if f.unsized() {
+		f.t.fill(a, fuse.S_IFREG|0o444, 0, ino('N', f.key))
+		stamp(a, f.t.dirTime(ctx, f.key))
+		return nil
+	}
 	c, err := f.t.classic(ctx, f.key)
 	if err != nil {
 		return err
@@ -96,6 +119,9 @@ func (f *classicFile) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.A
 	if err := f.attr(ctx, &out.Attr); err != nil {
 		return f.t.rep.errno("stat", ClassicPath(f.key), err)
 	}
+	if f.live() {
+		out.SetTimeout(liveTimeout)
+	}
 	return 0
 }
 
@@ -112,6 +138,11 @@ func (f *classicFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, ui
 	fuseFlags, errno := f.t.openData(flags)
 	if errno != 0 {
 		return nil, 0, errno
+	}
+	if f.unsized() {
+		// The kernel was told size 0: read past it, not from its cache.
+		fuseFlags |= fuse.FOPEN_DIRECT_IO
+		fuseFlags &^= fuse.FOPEN_KEEP_CACHE
 	}
 	c, err := f.t.classic(ctx, f.key)
 	if err != nil {

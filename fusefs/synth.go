@@ -114,8 +114,13 @@ func (d *dir) synthNames() []synthName {
 		}
 		names = append(names, synthName{InfoName, fuse.S_IFREG, ino('i', a.Path), func() synthNode {
 			return t.staticFile(ino('i', a.Path), a.Path, func(ctx context.Context) ([]byte, error) {
-				// It says where the array is in its group's dataset.nc.
-				c, _ := t.classic(ctx, describe.ParentGroup(a.Path))
+				// It says where the array is in its group's dataset.nc,
+				// when that is made: making it reads the metadata of
+				// every array of the group.
+				var c *describe.Classic
+				if parent := describe.ParentGroup(a.Path); t.classicMade(parent) || !t.ds.Unread() {
+					c, _ = t.classic(ctx, parent)
+				}
 				return describe.InfoIn(ctx, t.ds, a.Path, c)
 			})
 		}})
