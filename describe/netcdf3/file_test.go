@@ -5,7 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-
+	"fmt"
 	"io"
 	"math/rand"
 	"testing"
@@ -34,8 +34,10 @@ func (m *memVar) ReadAt(_ context.Context, p []byte, off int64) (int, error) {
 // gen builds a model from random bytes: the fuzz target's and the
 // tests' source of headers.
 type gen struct {
-	b []byte
-	i int
+	b     []byte
+	i     int
+	ascii bool // unique names of ASCII letters, digits and _, starting with a letter
+	seq   int
 }
 
 func (g *gen) n(k int) int {
@@ -51,11 +53,19 @@ func (g *gen) n(k int) int {
 }
 
 func (g *gen) name() string {
-	const letters = "abcdefghijklmnopqrstuvwxyz_0123456789ÄÖ"
+	letters := "abcdefghijklmnopqrstuvwxyz_0123456789ÄÖ"
+	if g.ascii {
+		letters = "abcdefghijklmnopqrstuvwxyz_0123456789"
+	}
 	l := 1 + g.n(9)
 	var s []byte
 	for range l {
 		s = append(s, letters[g.n(len(letters))])
+	}
+	if g.ascii {
+		s[0] = 'a' + s[0]%26
+		g.seq++ // names unique within a file, as netCDF requires
+		s = fmt.Appendf(s, "%d", g.seq)
 	}
 	return string(s)
 }
