@@ -517,9 +517,9 @@ class Bench:
             walls, reqs, reads = [], [], []
             for _ in range(self.runs):
                 with Mount(self.bin, src) as m:
-                    before = self.requests(m)
+                    before = self.store_counters(m)
                     walls.append(timed(["ncdump", "-h", m.path("dataset.nc")]))
-                    after = self.requests(m)
+                    after = self.store_counters(m)
                     reqs.append(sum(after["requests"].values()) - sum(before["requests"].values()))
                     reads.append(after["read_at"]["requests"] - before["read_at"]["requests"])
             self.others.append([
@@ -531,7 +531,7 @@ class Bench:
             ])
 
     @staticmethod
-    def requests(m):
+    def store_counters(m):
         """The store counters of mount m so far."""
         with open(m.path(".nczarrfs", "stats")) as f:
             return json.load(f)["store"]

@@ -29,6 +29,8 @@ type Classic struct {
 	Omitted []string
 	// Why5 is why the file is CDF-5, "" when it is CDF-2.
 	Why5 string
+	// BlockSize is the st_blksize to serve it with (netcdf3.BlockSize).
+	BlockSize int64
 
 	group   string
 	omitted map[string]string // variable name -> why it is left out
@@ -85,9 +87,13 @@ func NewClassic(ctx context.Context, ds *nczarr.Dataset, path string) (*Classic,
 		text := strings.Join(m.omitted, "\n")
 		m.h.Attrs = append(m.h.Attrs, netcdf3.Attr{Name: OmittedAttr, Type: netcdf3.Char, Values: []byte(text)})
 	}
-	c := &Classic{Omitted: m.omitted, Why5: m.h.Needs5(), group: path, omitted: m.varOmitted}
+	c := &Classic{Omitted: m.omitted, Why5: m.h.Needs5(), BlockSize: netcdf3.BlockSize(m.h), group: path, omitted: m.varOmitted}
 	m.h.Format = netcdf3.CDF2
-	m.h.DataStart = netcdf3.BlockSize(m.h)
+	// The kernel's read-ahead around the header's reads (at most
+	// MaxBlock, the mount's max_readahead), and netcdf-c's block of
+	// st_blksize holding the header, read no variable: ncdump -h makes
+	// no data request, and a variable that fails never hides the header.
+	m.h.DataGap = netcdf3.MaxBlock
 	if c.Why5 != "" {
 		m.h.Format = netcdf3.CDF5
 	}

@@ -9,10 +9,10 @@ import (
 	"sync"
 )
 
-// Alignment of the begins: a variable of at least BlockAlign bytes, and
-// the records, begin on a multiple of BlockAlign, so that block reads of a
-// variable do not straddle its neighbours; smaller ones follow each other
-// on the format's 4-byte boundary.
+// BlockAlign aligns the begins: every fixed-size variable, and the
+// records, begin on a multiple of it (a page), so that block reads of a
+// variable do not straddle its neighbours and, read through a page cache,
+// a variable that fails to read fails no other variable's pages.
 const BlockAlign = 4096
 
 // Block sizes for BlockSize: netcdf-c reads blocks of st_blksize, but
@@ -22,12 +22,9 @@ const (
 	MaxBlock = 1 << 20
 )
 
-// BlockSize is the st_blksize to serve h's file with, and the DataStart
-// to lay it out with: a power of two from MinBlock to MaxBlock, about a
-// 256th of the variables' bytes. netcdf-c reads the header in one block
-// of st_blksize, which then touches no variable, so a variable that fails
-// to read never hides the header; large files are read in large blocks,
-// and small ones stay small.
+// BlockSize is the st_blksize to serve h's file with: a power of two
+// from MinBlock to MaxBlock, about a 256th of the variables' bytes, so
+// that netcdf-c reads large files in large blocks.
 func BlockSize(h *Header) int64 {
 	var data int64
 	for i := range h.Vars {
@@ -75,7 +72,7 @@ func New(h *Header) (*File, error) {
 	hsize := int64(len(encode(h, f.numRecs, f.begins)))
 	pos := hsize
 	if len(h.Vars) > 0 {
-		pos = roundUp(hsize, max(h.DataStart, BlockAlign))
+		pos = roundUp(hsize+h.DataGap, BlockAlign)
 	}
 	for i := range h.Vars {
 		v := &h.Vars[i]
@@ -84,9 +81,7 @@ func New(h *Header) (*File, error) {
 			continue
 		}
 		n := vsize(h, v)
-		if n >= BlockAlign {
-			pos = roundUp(pos, BlockAlign)
-		}
+		pos = roundUp(pos, BlockAlign)
 		f.begins[i] = pos
 		f.fixed = append(f.fixed, i)
 		pos += n
@@ -124,9 +119,6 @@ func (f *File) Header() []byte { return f.header }
 
 // Format is the file's format.
 func (f *File) Format() Format { return f.h.Format }
-
-// DataStart is what the first variable's begin is a multiple of.
-func (f *File) DataStart() int64 { return max(f.h.DataStart, BlockAlign) }
 
 // Begin is the offset of variable i's first value.
 func (f *File) Begin(i int) int64 { return f.begins[i] }

@@ -277,16 +277,16 @@ func FuzzHeader(f *testing.F) {
 	})
 }
 
-// TestLayout checks the begins of a fixed model: the first variable past
-// DataStart, 4-byte steps for small variables, BlockAlign for
-// large ones and for the records, and one record variable's records
-// unpadded.
+// TestLayout checks the begins of a fixed model: the first variable
+// DataGap past the header, every fixed-size variable and the records on BlockAlign,
+// record variables one after the other in a record, and one record
+// variable's records unpadded.
 func TestLayout(t *testing.T) {
 	h := &Header{
-		Format:    CDF2,
-		DataStart: MaxBlock,
-		Dims:      []Dim{{"time", 3}, {"x", 5}, {"y", 2048}},
-		RecDim:    0,
+		Format:  CDF2,
+		DataGap: MaxBlock,
+		Dims:    []Dim{{"time", 3}, {"x", 5}, {"y", 2048}},
+		RecDim:  0,
 		Vars: []Var{
 			{Name: "a", Type: Short, Dims: []int{1}},   // 10 bytes, vsize 12
 			{Name: "b", Type: Double, Dims: []int{2}},  // 16 KiB: aligned
@@ -300,9 +300,9 @@ func TestLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const hb = MaxBlock
-	want := []int64{hb, hb + BlockAlign, 0, hb + BlockAlign + 16384, hb + BlockAlign + 16384 + 8, 0}
-	rec := roundUp(hb+BlockAlign+16384+12, BlockAlign)
+	hb := roundUp(int64(len(f.Header()))+MaxBlock, BlockAlign)
+	want := []int64{hb, hb + BlockAlign, 0, hb + BlockAlign + 16384, hb + 2*BlockAlign + 16384, 0}
+	rec := roundUp(hb+2*BlockAlign+16384+4, BlockAlign)
 	want[2], want[5] = rec, rec+8
 	for i, w := range want {
 		if got := f.Begin(i); got != w {
@@ -316,7 +316,7 @@ func TestLayout(t *testing.T) {
 	if f, err = New(h); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := f.Size(), int64(MaxBlock+BlockAlign+16384+3*5); got != want {
+	if got, want := f.Size(), roundUp(int64(len(f.Header()))+MaxBlock, BlockAlign)+BlockAlign+16384+3*5; got != want {
 		t.Errorf("one record variable: size %d, want %d", got, want)
 	}
 }
@@ -368,7 +368,7 @@ func TestReadError(t *testing.T) {
 	if _, err := r.ReadAt(ctx, p, 0); err != nil {
 		t.Fatalf("header and good: %v", err)
 	}
-	if got := p[f.Begin(0):]; !bytes.Equal(got, []byte{0, 1, 0, 2}) {
+	if got := p[f.Begin(0) : f.Begin(0)+4]; !bytes.Equal(got, []byte{0, 1, 0, 2}) {
 		t.Errorf("good reads %v", got)
 	}
 	_, err = r.ReadAt(ctx, make([]byte, 2), f.Begin(1)+2)

@@ -142,9 +142,10 @@ type Header struct {
 	RecDim int
 	Attrs  []Attr
 	Vars   []Var
-	// DataStart rounds up where the first variable begins: a multiple
-	// of it (and of BlockAlign) past the header.
-	DataStart int64
+	// DataGap is the least gap between the header's end and the first
+	// variable's begin (which is on BlockAlign): a reader's block and
+	// read-ahead around the header then read no variable.
+	DataGap int64
 }
 
 // Limits of CDF-2: a variable (one record of a record variable) of at
