@@ -304,9 +304,11 @@ func (m *classicMapper) recordDim() {
 	var dims []netcdf3.Dim
 	for k, d := range h.Dims {
 		renum[k] = len(dims)
-		if !zero(k) {
-			dims = append(dims, d)
+		if zero(k) {
+			m.omit("dimension "+d.Name+":", "length 0 is the record dimension's in netCDF classic, and it is not that")
+			continue
 		}
+		dims = append(dims, d)
 	}
 	for i := range vars {
 		ds := make([]int, len(vars[i].Dims))
