@@ -43,20 +43,20 @@ func (t *tree) classic(ctx context.Context, key string) (*describe.Classic, erro
 	e := v.(*classicEntry)
 	e.once.Do(func() {
 		// On a dataset read lazily, the group's arrays first.
-		if e.err = t.ds.Ready(ctx, ClassicPath(key)); e.err != nil {
+		if e.err = t.ds.Ready(ctx, classicPath(key)); e.err != nil {
 			return
 		}
 		e.c, e.err = describe.NewClassic(ctx, t.ds, key)
 		if e.err != nil {
 			return
 		}
-		args := []any{"key", ClassicPath(key), "format", e.c.Format().String(), "size", e.c.Size()}
+		args := []any{"key", classicPath(key), "format", e.c.Format().String(), "size", e.c.Size()}
 		if e.c.Why5 != "" {
 			args = append(args, "why", e.c.Why5)
 		}
 		t.rep.log.Info("netCDF classic file", args...)
 		for _, o := range e.c.Omitted {
-			t.rep.log.Warn("left out of "+ClassicName, "key", ClassicPath(key), "what", o)
+			t.rep.log.Warn("left out of "+ClassicName, "key", classicPath(key), "what", o)
 		}
 		e.made.Store(true)
 	})
@@ -67,8 +67,8 @@ func (t *tree) classic(ctx context.Context, key string) (*describe.Classic, erro
 	return e.c, nil
 }
 
-// ClassicPath is the key of the classic file of the group key.
-func ClassicPath(key string) string { return describe.ClassicPath(key) }
+// classicPath is the key of the classic file of the group key.
+func classicPath(key string) string { return describe.ClassicPath(key) }
 
 // classicFile is ClassicName of a group. Its file is made at the first
 // lookup (attr), which fails with the reason when it cannot be made; on a
@@ -116,7 +116,7 @@ func (f *classicFile) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.A
 	ctx, cancel := f.t.bound(ctx)
 	defer cancel()
 	if err := f.attr(ctx, &out.Attr); err != nil {
-		return f.t.rep.errno("stat", ClassicPath(f.key), err)
+		return f.t.rep.errno("stat", classicPath(f.key), err)
 	}
 	if f.live() {
 		out.SetTimeout(liveTimeout)
@@ -149,7 +149,7 @@ func (f *classicFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, ui
 	}
 	c, err := f.t.classic(ctx, f.key)
 	if err != nil {
-		return nil, 0, f.t.rep.errno("open "+ClassicName, ClassicPath(f.key), err)
+		return nil, 0, f.t.rep.errno("open "+ClassicName, classicPath(f.key), err)
 	}
 	return &classicHandle{c: c, r: c.NewReader()}, fuseFlags, 0
 }
@@ -161,7 +161,7 @@ func (f *classicFile) Read(ctx context.Context, fh fs.FileHandle, dest []byte, o
 	if !ok {
 		c, err := f.t.classic(ctx, f.key)
 		if err != nil {
-			return nil, f.t.rep.errno("read "+ClassicName, ClassicPath(f.key), err)
+			return nil, f.t.rep.errno("read "+ClassicName, classicPath(f.key), err)
 		}
 		h = &classicHandle{c: c, r: c.NewReader()}
 	}
@@ -172,10 +172,10 @@ func (f *classicFile) Read(ctx context.Context, fh fs.FileHandle, dest []byte, o
 	}
 	n, err := h.r.ReadAt(ctx, dest, off)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, f.t.rep.errno("read "+ClassicName, ClassicPath(f.key), err)
+		return nil, f.t.rep.errno("read "+ClassicName, classicPath(f.key), err)
 	}
 	if n < len(dest) {
-		return nil, f.t.rep.errno("read "+ClassicName, ClassicPath(f.key), fmt.Errorf("%w: %d bytes at %d of %d", errShortRead, n, off, size))
+		return nil, f.t.rep.errno("read "+ClassicName, classicPath(f.key), fmt.Errorf("%w: %d bytes at %d of %d", errShortRead, n, off, size))
 	}
 	return fuse.ReadResultData(dest), 0
 }
