@@ -20,7 +20,7 @@ each, no 4 GiB memory measurement, and the docs file left alone.
 
 Environment: MINIO_BIN (default $NCZARRFS_CACHE/bin/minio), BENCH_RUNS,
 BENCH_QUICK, BENCH_ONLY (some of throughput,slice,preview,readers,memory,
-metadata,distant,walks,codecs; the docs file is then left alone), NCZARRFS_CACHE.
+metadata,netcdf,distant,walks,codecs; the docs file is then left alone), NCZARRFS_CACHE.
 BENCH_ONLY=codecs runs the decoder benchmark alone (pcodec beside zstd).
 BENCH_ONLY=distant runs the distant S3 table alone: MinIO behind
 internal/cmd/netem at a 20 ms round trip, with rclone mount beside it where
@@ -285,10 +285,11 @@ class Bench:
         meta = self.gen("manyarrays.zarr", "manyarraysc.zarr", "manychunks.zarr", "manyarrays10k.zarr",
                         "xarrays.zarr", "xarraysc.zarr") if os.environ.get("BENCH_ONLY") != "walks" else []
         # The distant table alone needs only the metadata datasets.
-        reads = prepare_only or any(self.wants(p) for p in ["throughput", "slice", "preview", "readers", "memory"])
+        reads = prepare_only or any(self.wants(p) for p in ["throughput", "slice", "preview", "readers", "memory", "netcdf"])
         if reads:
             arrays, arrays_zip = self.gen("arrays.zarr", "arrays.zip")
-            (big,) = self.gen("big.zarr")
+            if prepare_only or self.wants("memory"):
+                (big,) = self.gen("big.zarr")
         walks = self.gen("walks.zarr") if prepare_only or self.wants("walks") else []
         with MinIO(self.minio_bin, os.path.join(self.dir, "minio")) as s3:
             self.s3 = s3
@@ -330,6 +331,8 @@ class Bench:
                 self.two_readers(arrays, "zstd", decode["zstd"]["bytes"])
             if self.wants("memory"):
                 self.memory(big)
+            if self.wants("netcdf"):
+                self.netcdf(arrays)
             if self.wants("metadata"):
                 self.metadata()
             if self.wants("distant"):
@@ -342,7 +345,7 @@ class Bench:
 
     def wants(self, part):
         """Whether BENCH_ONLY (a comma-separated list of throughput, slice,
-        preview, readers, memory, metadata, distant, walks, codecs; default all)
+        preview, readers, memory, metadata, netcdf, distant, walks, codecs; default all)
         names part."""
         only = os.environ.get("BENCH_ONLY", "")
         return not only or part in only.split(",")
@@ -520,6 +523,59 @@ class Bench:
             f"the cat took {wall:.1f} s ({size / MiB / wall:.0f} MiB/s, daemon CPU / wall {cpu / wall:.2f})",
             mark(hwm / MiB < 400, "< 400 MiB"),
         ])
+
+    def netcdf(self, arrays, codec="zstd"):
+        """dataset.nc: ncks -v of the 256 MiB float32 zstd variable against a
+        cat of its data, each on a fresh mount, cold, alternating; and
+        ncdump -h of a group of 1,000 arrays on a fresh mount, with the
+        store requests it makes (.nczarrfs/stats), local directory."""
+        out_dir = "/dev/shm" if os.path.isdir("/dev/shm") else None
+        ncks, cat, local = [], [], []
+        with tempfile.TemporaryDirectory(dir=out_dir) as tmp:
+            out, again = os.path.join(tmp, "out.nc"), os.path.join(tmp, "again.nc")
+            for i in range(self.runs):
+                for tool in (["ncks", "cat"] if i % 2 == 0 else ["cat", "ncks"]):
+                    drop_caches()
+                    with Mount(self.bin, arrays) as m:
+                        if tool == "cat":
+                            cat.append(timed(["cat", m.path(codec, "data")]))
+                        else:
+                            ncks.append(timed(["ncks", "-O", "-v", codec, m.path("dataset.nc"), out]))
+                # ncks's own work: the same copy from the file it wrote.
+                local.append(timed(["ncks", "-O", "-v", codec, out, again]))
+        ratio = median(ncks) / median(cat)
+        log(f"netcdf: ncks {median(ncks):.3f}s cat {median(cat):.3f}s ncks from tmpfs {median(local):.3f}s")
+        self.others.append([
+            f"ncks -O -v {codec} dataset.nc out.nc (256 MiB float32 {codec} variable, out.nc in /dev/shm), "
+            "fresh mount, cold, directory",
+            f"{median(ncks):.2f} s, {ratio:.2f}x the cat",
+            f"cat of {codec}/data on a fresh mount: {median(cat):.2f} s; the same ncks from a file in "
+            f"/dev/shm (its own work): {median(local):.2f} s",
+            mark(ratio <= 1.3, "≤ 1.3x cat"),
+        ])
+        for name, what in [("manyarraysc.zarr", "with .zmetadata"), ("manyarrays.zarr", "without .zmetadata")]:
+            src = os.path.join(self.dir, name)
+            walls, reqs, reads = [], [], []
+            for _ in range(self.runs):
+                with Mount(self.bin, src) as m:
+                    before = self.store_counters(m)
+                    walls.append(timed(["ncdump", "-h", m.path("dataset.nc")]))
+                    after = self.store_counters(m)
+                    reqs.append(sum(after["requests"].values()) - sum(before["requests"].values()))
+                    reads.append(after["read_at"]["requests"] - before["read_at"]["requests"])
+            self.others.append([
+                f"ncdump -h dataset.nc of a group of 1,000 arrays {what}, fresh mount (the header is made "
+                "at this first lookup), page cache warm, directory",
+                f"{1000 * median(walls):.0f} ms",
+                f"store requests during it: {max(reqs)}, of which ranged reads (chunks): {max(reads)}",
+                mark(median(walls) <= 0.05 and max(reads) == 0, "≤ 50 ms, no data request"),
+            ])
+
+    @staticmethod
+    def store_counters(m):
+        """The store counters of mount m so far."""
+        with open(m.path(".nczarrfs", "stats")) as f:
+            return json.load(f)["store"]
 
     def metadata(self):
         """Mount time of 1,000 arrays; ls and first byte of 100,000 chunks; from MinIO."""

@@ -107,6 +107,8 @@ type tree struct {
 	xattr  xattrCache // of groups and arrays (xattr.go)
 	files  sync.Map   // array path -> *arrayFiles (synth.go)
 	pages  sync.Map   // group key -> struct{}: its index.html was opened (index.go)
+	// classics are the groups' classic files (classic.go).
+	classics sync.Map // group path -> *classicEntry
 	// direct opens data files with FOPEN_DIRECT_IO; Mount sets it once
 	// the kernel has said it maps such files (Options.PageCache).
 	direct atomic.Bool

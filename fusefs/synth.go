@@ -117,12 +117,20 @@ func (d *dir) synthNames() []synthName {
 		}
 		names = append(names, synthName{InfoName, fuse.S_IFREG, ino('i', a.Path), func() synthNode {
 			return t.staticFile(ino('i', a.Path), a.Path, func(ctx context.Context) ([]byte, error) {
-				return describe.Info(ctx, t.ds, a.Path)
+				// It says where the array is in its group's dataset.nc,
+				// when that is made: making it reads the metadata of
+				// every array of the group.
+				var c *describe.Classic
+				if parent := describe.ParentGroup(a.Path); t.classicMade(parent) || !t.ds.Unread() {
+					c, _ = t.classic(ctx, parent)
+				}
+				return describe.InfoIn(ctx, t.ds, a.Path, c)
 			})
 		}})
 	}
 	if t.ds.Group(d.key) != nil {
 		names = append(names, synthName{IndexName, fuse.S_IFREG, ino('x', d.key), func() synthNode { return t.indexFile(d.key) }})
+		names = append(names, synthName{ClassicName, fuse.S_IFREG, ino('N', d.key), func() synthNode { return &classicFile{t: t, key: d.key} }})
 	}
 	if d.key == "" {
 		if t.ds.Group("") != nil {

@@ -35,6 +35,7 @@ func commands() []*cli.Command {
 		catCommand(),
 		previewCommand(),
 		csiCommand(),
+		exportCommand(),
 		completionCommand(),
 	}
 }
