@@ -22,6 +22,11 @@ manyarrays.zarr   one group of 1,000 [100] small int32 arrays, no .zmetadata.
 manyarraysc.zarr  the same with a consolidated .zmetadata.
 manychunks.zarr   one uncompressed float32 array "a" of shape (3200 [800],
                   2000 [800]), chunks (8, 8): 100,000 [10,000] chunk objects.
+walks.zarr        the arrays that readers walk across their chunks, float32
+                  zstd (level 1), a smooth field plus noise as arrays.zarr's:
+                  "ts" (2000 [200], 256, 256) chunked (10, 64, 64), "ts1"
+                  (400 [40], 256, 256) chunked (1, 256, 256), and "col"
+                  (4096 [1024], 4096 [1024]) chunked (128, 512).
 """
 
 import os
@@ -79,6 +84,34 @@ def gen_arrays(path):
             a[t0:t0 + step] = v
 
 
+WALK_T = 200 if QUICK else 2000
+WALK_T1 = 40 if QUICK else 400
+WALK_N = 1024 if QUICK else 4096
+
+
+def smooth(shape, t0, rng):
+    """Rows t0.. of a smooth field of shape plus noise, rounded to
+    KEEPBITS mantissa bits: an array of shape with its first axis from t0."""
+    axes = np.meshgrid(*[np.arange(n, dtype=np.float32) + (t0 if d == 0 else 0)
+                         for d, n in enumerate(shape)], indexing="ij", sparse=True)
+    v = 280 + sum(5 * np.sin(a * (0.01 + 0.02 * d)) for d, a in enumerate(axes))
+    v = v + rng.normal(0, 0.3, size=shape).astype(np.float32)
+    return numcodecs.BitRound(keepbits=KEEPBITS).encode(v.astype("<f4")).reshape(shape)
+
+
+def gen_walks(path):
+    g = zarr.open_group(zarr.DirectoryStore(path), mode="w")
+    rng = np.random.default_rng(1)
+    for name, shape, chunks in [("ts", (WALK_T, 256, 256), (10, 64, 64)),
+                                ("ts1", (WALK_T1, 256, 256), (1, 256, 256)),
+                                ("col", (WALK_N, WALK_N), (128, 512))]:
+        a = g.create_dataset(name, shape=shape, chunks=chunks, dtype="<f4",
+                             compressor=numcodecs.Zstd(level=1))
+        step = 200 if len(shape) == 3 else 512
+        for t0 in range(0, shape[0], step):
+            a[t0:t0 + step] = smooth((min(step, shape[0] - t0),) + shape[1:], t0, rng)
+
+
 def gen_zip(path, src):
     """Zips the directory store src with stored (uncompressed) entries."""
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as z:
@@ -133,6 +166,7 @@ def main():
         "manyarrays10k.zarr": lambda p: gen_meta(p, False, N_ARRAYS_LARGE),
         "xarrays.zarr": lambda p: gen_meta(p, False, dims=True),
         "xarraysc.zarr": lambda p: gen_meta(p, True, dims=True),
+        "walks.zarr": gen_walks,
     }
     for name in sys.argv[2:]:
         ensure(out, name, makers)

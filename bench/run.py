@@ -20,10 +20,14 @@ each, no 4 GiB memory measurement, and the docs file left alone.
 
 Environment: MINIO_BIN (default $NCZARRFS_CACHE/bin/minio), BENCH_RUNS,
 BENCH_QUICK, BENCH_ONLY (some of throughput,slice,preview,readers,memory,
-metadata,distant; the docs file is then left alone), NCZARRFS_CACHE.
+metadata,netcdf,distant,walks,codecs; the docs file is then left alone), NCZARRFS_CACHE.
+BENCH_ONLY=codecs runs the decoder benchmark alone (pcodec beside zstd).
 BENCH_ONLY=distant runs the distant S3 table alone: MinIO behind
 internal/cmd/netem at a 20 ms round trip, with rclone mount beside it where
-rclone is installed.
+rclone is installed. BENCH_ONLY=walks runs the walks table alone: time
+series and a column read by 4-byte preads, 20 ms away, against
+zarr-python; BENCH_BASELINE=BINARY adds another nczarrfs binary (an older
+build) to its runs, alternating with the others.
 """
 
 import argparse
@@ -264,6 +268,7 @@ class Bench:
         self.rows = []    # throughput table
         self.others = []  # further targets
         self.far = []     # the distant S3 table
+        self.walk_rows = []  # the walks table
 
     def gen(self, *names):
         subprocess.run([PY, os.path.join(HERE, "gen.py"), self.dir, *names], check=True)
@@ -271,16 +276,24 @@ class Bench:
 
     def run(self, prepare_only=False):
         """Writes and uploads what is missing, then (unless prepare_only) measures."""
+        if not prepare_only and os.environ.get("BENCH_ONLY", "") == "codecs":
+            # The decoder benchmark alone needs no dataset and no MinIO.
+            self.load = [os.getloadavg()[0]]
+            self.codecs()
+            self.load.append(os.getloadavg()[0])
+            return
         meta = self.gen("manyarrays.zarr", "manyarraysc.zarr", "manychunks.zarr", "manyarrays10k.zarr",
-                        "xarrays.zarr", "xarraysc.zarr")
+                        "xarrays.zarr", "xarraysc.zarr") if os.environ.get("BENCH_ONLY") != "walks" else []
         # The distant table alone needs only the metadata datasets.
-        reads = prepare_only or any(self.wants(p) for p in ["throughput", "slice", "preview", "readers", "memory"])
+        reads = prepare_only or any(self.wants(p) for p in ["throughput", "slice", "preview", "readers", "memory", "netcdf"])
         if reads:
             arrays, arrays_zip = self.gen("arrays.zarr", "arrays.zip")
-            (big,) = self.gen("big.zarr")
+            if prepare_only or self.wants("memory"):
+                (big,) = self.gen("big.zarr")
+        walks = self.gen("walks.zarr") if prepare_only or self.wants("walks") else []
         with MinIO(self.minio_bin, os.path.join(self.dir, "minio")) as s3:
             self.s3 = s3
-            for local in ([arrays] if reads else []) + meta:
+            for local in ([arrays] if reads else []) + meta + walks:
                 s3.ensure(local, os.path.basename(local))
             if prepare_only:
                 return
@@ -290,6 +303,10 @@ class Bench:
                     self.metadata()
                 if self.wants("distant"):
                     self.distant()
+                if walks:
+                    self.walks(walks[0])
+                if self.wants("codecs"):
+                    self.codecs()
                 self.load.append(os.getloadavg()[0])
                 return
             sources = [
@@ -314,17 +331,42 @@ class Bench:
                 self.two_readers(arrays, "zstd", decode["zstd"]["bytes"])
             if self.wants("memory"):
                 self.memory(big)
+            if self.wants("netcdf"):
+                self.netcdf(arrays)
             if self.wants("metadata"):
                 self.metadata()
             if self.wants("distant"):
                 self.distant()
+            if walks:
+                self.walks(walks[0])
+            if self.wants("codecs"):
+                self.codecs()
             self.load.append(os.getloadavg()[0])
 
     def wants(self, part):
         """Whether BENCH_ONLY (a comma-separated list of throughput, slice,
-        preview, readers, memory, metadata, distant; default all) names part."""
+        preview, readers, memory, metadata, netcdf, distant, walks, codecs; default all)
+        names part."""
         only = os.environ.get("BENCH_ONLY", "")
         return not only or part in only.split(",")
+
+    def codecs(self):
+        """pcodec's decoding speed beside zstd's on the same bytes: go test
+        -bench in nczarr/codec/pcodec, on 1 MiB chunks its test encoder makes
+        (no pcodec encoder is installed). One goroutine; median of the runs."""
+        out = subprocess.run(
+            ["go", "test", "-run", "^$", "-bench", "BenchmarkDecode", "-benchtime", "50x",
+             "-count", str(self.runs), "./nczarr/codec/pcodec"],
+            cwd=os.path.dirname(HERE), capture_output=True, text=True, check=True).stdout
+        speeds = {}
+        for m in re.finditer(r"BenchmarkDecode/(\S+)/(pcodec|zstd)-\d+\s+\d+\s+[\d.]+ ns/op\s+([\d.]+) MB/s", out):
+            speeds.setdefault((m[1], m[2]), []).append(float(m[3]))
+        for case in sorted({c for c, _ in speeds}):
+            p, z = median(speeds[(case, "pcodec")]), median(speeds[(case, "zstd")])
+            log(f"pcodec {case}: {p:.0f} MB/s, zstd {z:.0f} MB/s")
+            self.others.append([f"decode 1 MiB of {case} with pcodec, one core", f"{p:.0f} MB/s",
+                                f"zstd: {z:.0f} MB/s on the same bytes",
+                                "reported (pco in Rust: about 1 GB/s per core)"])
 
     # Each tool's cold read of a whole array.
 
@@ -481,6 +523,59 @@ class Bench:
             f"the cat took {wall:.1f} s ({size / MiB / wall:.0f} MiB/s, daemon CPU / wall {cpu / wall:.2f})",
             mark(hwm / MiB < 400, "< 400 MiB"),
         ])
+
+    def netcdf(self, arrays, codec="zstd"):
+        """dataset.nc: ncks -v of the 256 MiB float32 zstd variable against a
+        cat of its data, each on a fresh mount, cold, alternating; and
+        ncdump -h of a group of 1,000 arrays on a fresh mount, with the
+        store requests it makes (.nczarrfs/stats), local directory."""
+        out_dir = "/dev/shm" if os.path.isdir("/dev/shm") else None
+        ncks, cat, local = [], [], []
+        with tempfile.TemporaryDirectory(dir=out_dir) as tmp:
+            out, again = os.path.join(tmp, "out.nc"), os.path.join(tmp, "again.nc")
+            for i in range(self.runs):
+                for tool in (["ncks", "cat"] if i % 2 == 0 else ["cat", "ncks"]):
+                    drop_caches()
+                    with Mount(self.bin, arrays) as m:
+                        if tool == "cat":
+                            cat.append(timed(["cat", m.path(codec, "data")]))
+                        else:
+                            ncks.append(timed(["ncks", "-O", "-v", codec, m.path("dataset.nc"), out]))
+                # ncks's own work: the same copy from the file it wrote.
+                local.append(timed(["ncks", "-O", "-v", codec, out, again]))
+        ratio = median(ncks) / median(cat)
+        log(f"netcdf: ncks {median(ncks):.3f}s cat {median(cat):.3f}s ncks from tmpfs {median(local):.3f}s")
+        self.others.append([
+            f"ncks -O -v {codec} dataset.nc out.nc (256 MiB float32 {codec} variable, out.nc in /dev/shm), "
+            "fresh mount, cold, directory",
+            f"{median(ncks):.2f} s, {ratio:.2f}x the cat",
+            f"cat of {codec}/data on a fresh mount: {median(cat):.2f} s; the same ncks from a file in "
+            f"/dev/shm (its own work): {median(local):.2f} s",
+            mark(ratio <= 1.3, "≤ 1.3x cat"),
+        ])
+        for name, what in [("manyarraysc.zarr", "with .zmetadata"), ("manyarrays.zarr", "without .zmetadata")]:
+            src = os.path.join(self.dir, name)
+            walls, reqs, reads = [], [], []
+            for _ in range(self.runs):
+                with Mount(self.bin, src) as m:
+                    before = self.store_counters(m)
+                    walls.append(timed(["ncdump", "-h", m.path("dataset.nc")]))
+                    after = self.store_counters(m)
+                    reqs.append(sum(after["requests"].values()) - sum(before["requests"].values()))
+                    reads.append(after["read_at"]["requests"] - before["read_at"]["requests"])
+            self.others.append([
+                f"ncdump -h dataset.nc of a group of 1,000 arrays {what}, fresh mount (the header is made "
+                "at this first lookup), page cache warm, directory",
+                f"{1000 * median(walls):.0f} ms",
+                f"store requests during it: {max(reqs)}, of which ranged reads (chunks): {max(reads)}",
+                mark(median(walls) <= 0.05 and max(reads) == 0, "≤ 50 ms, no data request"),
+            ])
+
+    @staticmethod
+    def store_counters(m):
+        """The store counters of mount m so far."""
+        with open(m.path(".nczarrfs", "stats")) as f:
+            return json.load(f)["store"]
 
     def metadata(self):
         """Mount time of 1,000 arrays; ls and first byte of 100,000 chunks; from MinIO."""
@@ -652,6 +747,77 @@ class Bench:
         self.far_row("ls of the 100,000-chunk array, after the mount", ls1, "≤ 4 s", 4)
         self.far_row("ls of it again", ls2, "≤ 0.3 s", 0.3)
 
+    # Readers that walk across the chunks, 20 ms away.
+
+    def walks(self, local):
+        """The walks table: a time series at one point read by 4-byte preads
+        down axis 0 of the data file, and a column read the same way, on a
+        fresh mount of MinIO behind internal/cmd/netem (10 ms each way),
+        against zarr-python's read of the same selection (boto3, 16
+        requests at a time) through the same link. MinIO's files stay in
+        the page cache. With BENCH_BASELINE, another nczarrfs binary runs
+        too, in the same alternation."""
+        netem = os.path.join(os.path.dirname(os.path.abspath(self.bin)), "netem")
+        if not os.path.exists(netem):
+            subprocess.run(["go", "build", "-o", netem, "./internal/cmd/netem"], check=True,
+                           cwd=os.path.dirname(HERE))
+        proxy = subprocess.Popen([netem, "-target", self.s3.addr, "-delay", "10ms"],
+                                 stdout=subprocess.PIPE, preexec_fn=die_with_parent)
+        try:
+            addr = proxy.stdout.readline().decode().strip()
+            env = {**self.s3.env, "AWS_ENDPOINT_URL": f"http://{addr}"}
+            src = f"http://{addr}/{BUCKET}/walks.zarr#mode=zarr,s3"
+            baseline = os.environ.get("BENCH_BASELINE")
+            for name, sel, goal in [("ts", (None, 100, 37), 2.0), ("ts1", (None, 100, 37), 2.0),
+                                    ("col", (None, 1000), 0.32)]:
+                with open(os.path.join(local, name, ".zarray")) as f:
+                    meta = json.load(f)
+                shape, chunks = meta["shape"], meta["chunks"]
+                # Element (i, sel[1:]) of a C-order array: off0 + i * stride.
+                strides = [math.prod(shape[d + 1:]) * 4 for d in range(len(shape))]
+                off0 = sum(i * s for i, s in zip(sel[1:], strides[1:]))
+                tools = [("nczarrfs", self.bin), ("zarr-python", None)]
+                if baseline:
+                    tools.append(("baseline", baseline))
+                times = {t: [] for t, _ in tools}
+                reqs = ""
+                for run in range(self.runs):
+                    for tool, binary in tools[run % len(tools):] + tools[:run % len(tools)]:
+                        if binary is None:
+                            selection = ",".join(":" if i is None else str(i) for i in sel)
+                            out = subprocess.run([PY, os.path.join(HERE, "zarrread.py"), "s3", f"{BUCKET}/walks.zarr",
+                                                  name, selection], capture_output=True, text=True, check=True,
+                                                 env={**os.environ, **env, "PYTHONPATH": HERE})
+                            times[tool].append(float(out.stdout))
+                            continue
+                        with Mount(binary, src, env=env) as m:
+                            before = self.requests(m) if tool == "nczarrfs" else None
+                            start = time.perf_counter()
+                            fd = os.open(m.path(name, "data"), os.O_RDONLY)
+                            try:
+                                for i in range(shape[0]):
+                                    if len(os.pread(fd, 4, off0 + i * strides[0])) != 4:
+                                        raise RuntimeError(f"short read of {name}/data")
+                            finally:
+                                os.close(fd)
+                            times[tool].append(time.perf_counter() - start)
+                            if before is not None:
+                                reqs = self.fmt_requests(before, self.requests(m))
+                ncz, zp = median(times["nczarrfs"]), median(times["zarr-python"])
+                touched = math.ceil(shape[0] / chunks[0])
+                what = (f"{'time series at a point' if len(shape) == 3 else 'column'} by {shape[0]:,} 4-byte preads, "
+                        f"{'×'.join(map(str, shape))} float32 zstd, chunks {'×'.join(map(str, chunks))} "
+                        f"({touched} chunks)")
+                compare = f"zarr-python a[{','.join(':' if i is None else str(i) for i in sel)}] {zp:.2f} s: {zp / ncz:.2f}x"
+                if baseline:
+                    compare += f"; baseline binary {median(times['baseline']):.2f} s"
+                ok = zp / ncz >= goal if goal >= 1 else ncz <= goal
+                target = f"≥ {goal:g}x zarr-python" if goal >= 1 else f"≤ {goal:g} s"
+                self.walk_rows.append([what, f"{ncz:.2f} s", compare, reqs, mark(ok, target)])
+        finally:
+            proxy.terminate()
+            proxy.wait()
+
     def rclone_rows(self, addr):
         """rclone mount of the same bucket beside it, where rclone is installed."""
         import shutil
@@ -734,10 +900,24 @@ def report(b, seconds):
         f"the benchmark took {seconds / 60:.1f} min; load average (1 min) "
         f"{b.load[0]:.1f} at the start and {b.load[1]:.1f} at the end, on {os.cpu_count()} CPUs.",
     ]
-    if not b.rows and not b.others:
-        return "\n".join(head + ["", "Distant S3: MinIO behind internal/cmd/netem, 10 ms each way (a 20 ms "
-                                 "round trip), MinIO's files in the page cache; requests from .nczarrfs/stats:",
-                                 "", table(["operation", "nczarrfs", "requests", "target"], b.far)])
+    walks = [
+        "",
+        "Walks across the chunks, 20 ms away (MinIO behind internal/cmd/netem, its files in the page cache): "
+        "a fresh mount, open and 4-byte preads down the first axis of data, against zarr-python's read of the "
+        "same selection through the same link (boto3, 16 requests at a time); requests from .nczarrfs/stats:",
+        "",
+        table(["read", "nczarrfs", "for comparison", "requests", "target"], b.walk_rows),
+    ] if b.walk_rows else []
+    if not b.rows:
+        # A BENCH_ONLY run without the throughput table.
+        parts = list(head)
+        if b.others:
+            parts += ["", "Further targets:", "", table(["measure", "nczarrfs", "for comparison", "target"], b.others)]
+        if b.far:
+            parts += ["", "Distant S3: MinIO behind internal/cmd/netem, 10 ms each way (a 20 ms "
+                      "round trip), MinIO's files in the page cache; requests from .nczarrfs/stats:",
+                      "", table(["operation", "nczarrfs", "requests", "target"], b.far)]
+        return "\n".join(parts + walks)
     return "\n".join(head + [
         "",
         f"Reading a whole {b.array_bytes // MiB} MiB float32 array ({b.shape}, chunks 4×256×256, "
@@ -756,7 +936,7 @@ def report(b, seconds):
         "MinIO's files in the page cache; requests from .nczarrfs/stats:",
         "",
         table(["operation", "nczarrfs", "requests", "target"], b.far),
-    ] if b.far else []))
+    ] if b.far else []) + walks)
 
 
 def update_docs(path, text):

@@ -31,6 +31,9 @@ type ArrayInfo struct {
 	Codecs      []Codec     `json:"codecs"`
 	Metadata    string      `json:"metadata"` // the metadata representation
 	Error       string      `json:"error,omitempty"`
+	// NetCDF is the array's place in its group's dataset.nc, when the
+	// caller made that file (InfoIn).
+	NetCDF *ClassicVar `json:"netcdf_classic,omitempty"`
 }
 
 // Dimension is a named dimension of an array.
@@ -151,11 +154,28 @@ func ReadArrayInfo(ctx context.Context, ds *nczarr.Dataset, path string) (*Array
 // Info returns an array's info.json: ArrayInfo, indented, ending in a
 // newline.
 func Info(ctx context.Context, ds *nczarr.Dataset, path string) ([]byte, error) {
+	return InfoIn(ctx, ds, path, nil)
+}
+
+// InfoIn is Info saying where the array is in c, its group's classic
+// file (nil for none).
+func InfoIn(ctx context.Context, ds *nczarr.Dataset, path string, c *Classic) ([]byte, error) {
 	info, err := ReadArrayInfo(ctx, ds, path)
 	if err != nil {
 		return nil, err
 	}
+	if c != nil {
+		info.NetCDF = c.Var(baseName(path))
+	}
 	return marshal(info)
+}
+
+// ParentGroup is the key of the group that holds the node at path.
+func ParentGroup(path string) string {
+	if i := strings.LastIndexByte(path, '/'); i >= 0 {
+		return path[:i]
+	}
+	return ""
 }
 
 // DatasetInfo is what `nczarrfs info SOURCE` prints for a whole dataset.
@@ -172,6 +192,8 @@ type GroupInfo struct {
 	Path       string      `json:"path"`
 	Dimensions []Dimension `json:"dimensions"`
 	Attributes Attributes  `json:"attributes"`
+	// NetCDF names the group's dataset.nc and its format.
+	NetCDF *ClassicVar `json:"netcdf_classic,omitempty"`
 }
 
 // Dataset returns the info of every group and array of the dataset as
@@ -179,8 +201,13 @@ type GroupInfo struct {
 func Dataset(ctx context.Context, ds *nczarr.Dataset) ([]byte, error) {
 	out := DatasetInfo{Metadata: string(ds.Generation), Consolidated: ds.Consolidated,
 		Groups: []GroupInfo{}, Arrays: []*ArrayInfo{}}
+	classics := map[string]*Classic{}
 	for _, p := range ds.Groups() {
 		g := GroupInfo{Path: "/" + p, Dimensions: []Dimension{}}
+		if c, err := NewClassic(ctx, ds, p); err == nil {
+			classics[p] = c
+			g.NetCDF = &ClassicVar{File: "/" + ClassicPath(p), Format: c.Format().String()}
+		}
 		l, err := ds.Layout(ctx, p)
 		if err != nil {
 			return nil, err
@@ -197,6 +224,9 @@ func Dataset(ctx context.Context, ds *nczarr.Dataset) ([]byte, error) {
 		info, err := ReadArrayInfo(ctx, ds, p)
 		if err != nil {
 			return nil, err
+		}
+		if c := classics[ParentGroup(p)]; c != nil {
+			info.NetCDF = c.Var(baseName(p))
 		}
 		out.Arrays = append(out.Arrays, info)
 	}

@@ -16,12 +16,12 @@ import (
 )
 
 // TestDataJSON mounts the object arrays that zarr-python and xarray write
-// (../nczarr/testdata/gen_vlen.py) and checks that each directory holds
+// (../nczarr/chunked/testdata/gen_vlen.py) and checks that each directory holds
 // data.json instead of data, with the elements zarr-python reads, and that
 // a corrupt chunk makes data.json fail with EIO.
 func TestDataJSON(t *testing.T) {
 	dir := t.TempDir()
-	if out, err := exec.Command("/usr/bin/python3", "../nczarr/testdata/gen_vlen.py", dir).CombinedOutput(); err != nil {
+	if out, err := exec.Command("/usr/bin/python3", "../nczarr/chunked/testdata/gen_vlen.py", dir).CombinedOutput(); err != nil {
 		t.Fatalf("gen_vlen.py (needs python3-zarr, python3-xarray, python3-msgpack): %v\n%s", err, out)
 	}
 	raw, err := os.ReadFile(filepath.Join(dir, "expected.json"))

@@ -76,7 +76,7 @@ type Options struct {
 	// RequestTimeout bounds the time the mount takes to answer each
 	// request that may ask the store (LOOKUP, GETATTR, READDIR, OPEN,
 	// READ): past it, the request fails with EIO whatever the store is
-	// doing. For an S3 store it is --s3-timeout plus a margin, so that
+	// doing. For a remote store it is --timeout plus a margin, so that
 	// one store operation fits in it; 0 means no bound.
 	RequestTimeout time.Duration
 	// DirectMount mounts with mount(2) instead of through fusermount3,
@@ -106,6 +106,9 @@ type tree struct {
 	times  modTimes   // of directories (times.go)
 	xattr  xattrCache // of groups and arrays (xattr.go)
 	files  sync.Map   // array path -> *arrayFiles (synth.go)
+	pages  sync.Map   // group key -> struct{}: its index.html was opened (index.go)
+	// classics are the groups' classic files (classic.go).
+	classics sync.Map // group path -> *classicEntry
 	// direct opens data files with FOPEN_DIRECT_IO; Mount sets it once
 	// the kernel has said it maps such files (Options.PageCache).
 	direct atomic.Bool
@@ -203,6 +206,13 @@ func Mount(mountpoint string, ds *nczarr.Dataset, store zmap.Store, opts Options
 			// for every READ.
 			DisableSplice: true,
 			DirectMount:   opts.DirectMount,
+			// The kernel keeps each file's POSIX ACLs (none: the
+			// getxattr of system.posix_acl_* says so once per inode)
+			// instead of asking for them at every ls -l, two
+			// requests a name. It also checks the modes itself
+			// (default_permissions): the umask then binds other users
+			// of an --allow-other mount too.
+			EnableAcl: true,
 		},
 	}
 	t := newTree(ds, store, opts)
@@ -271,12 +281,11 @@ type dir struct {
 	t        *tree
 	key      string
 
+	mu sync.Mutex
 	// array is the array at key, nil if none; read when first needed
 	// (arrayOf), so that a stat of the folder reads no metadata.
-	arrayOnce sync.Once
-	array     *nczarr.Array
-
-	mu sync.Mutex
+	array     *nczarr.Array // GUARDED_BY(mu)
+	arrayRead bool          // GUARDED_BY(mu): array is known
 	// cachedAt is the time of the kept listing the kernel may hold in
 	// its cache of this folder's entries (OpendirHandle); zero when it
 	// holds none.
@@ -296,10 +305,21 @@ func (t *tree) newDirNode(key string) *dir {
 	return &dir{t: t, key: key, attrNode: t.attrNode(key)}
 }
 
-// arrayOf returns the array at d's key, or nil.
+// arrayOf returns the array at d's key, or nil. An array whose metadata
+// could not be read for want of the store (nczarr.Unreachable) is asked
+// for again at the next call.
 func (d *dir) arrayOf() *nczarr.Array {
-	d.arrayOnce.Do(func() { d.array = d.t.ds.Array(d.key) })
-	return d.array
+	d.mu.Lock()
+	a, known := d.array, d.arrayRead
+	d.mu.Unlock()
+	if known && (a == nil || !nczarr.Unreachable(a.Err)) {
+		return a
+	}
+	a = d.t.ds.Array(d.key)
+	d.mu.Lock()
+	d.array, d.arrayRead = a, true
+	d.mu.Unlock()
+	return a
 }
 
 // named reports whether key is a group or array of the dataset, reading
@@ -325,6 +345,7 @@ func (d *dir) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) 
 }
 
 func (d *dir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	d.t.stats.Kernel.Lookups.Add(1)
 	ctx, cancel := d.t.bound(ctx)
 	defer cancel()
 	if errno := d.ready(ctx); errno != 0 {
@@ -338,6 +359,11 @@ func (d *dir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.
 			return d.lookupDataJSON(ctx, out)
 		}
 	} else if a != nil && name == DataName {
+		if nczarr.Unreachable(a.Err) {
+			// No node: the kernel would keep it, and its size, for
+			// the TTL; the next lookup asks the store again.
+			return nil, d.t.rep.errno("lookup", zmap.Join(d.key, name), a.Err)
+		}
 		n := &data{t: d.t, array: a, attrNode: d.attrNode}
 		n.attr(ctx, &out.Attr)
 		return d.NewInode(ctx, n, fs.StableAttr{Mode: fuse.S_IFREG, Ino: out.Ino}), 0
@@ -465,6 +491,7 @@ func (d *dir) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 // listing has been made again since (after --metadata-ttl), the kernel's
 // copy is dropped and this open reads the new one.
 func (d *dir) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	d.t.stats.Kernel.Opendirs.Add(1)
 	h := &dirHandle{d: d}
 	if d.t.lc.TTL() <= 0 {
 		return h, 0, 0
@@ -510,6 +537,7 @@ func (h *dirHandle) stream(ctx context.Context) syscall.Errno {
 	if h.ds != nil {
 		return 0
 	}
+	h.d.t.stats.Kernel.Readdirs.Add(1)
 	ds, errno := h.d.Readdir(ctx)
 	if errno == 0 {
 		h.ds = ds

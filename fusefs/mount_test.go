@@ -115,7 +115,7 @@ func TestMountedTreeMirrorsStore(t *testing.T) {
 		expected = append(expected, a+"/"+DataName)
 	}
 	expected = append(expected, synthFiles(arrays, "temperature")...)
-	expected = append(expected, "surface/"+IndexName)
+	expected = append(expected, "surface/"+IndexName, "surface/"+ClassicName)
 	// fstest checks ReadDir, Stat, Open and Read agree everywhere.
 	if err := fstest.TestFS(os.DirFS(mnt), expected...); err != nil {
 		t.Error(err)

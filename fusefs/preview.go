@@ -24,10 +24,15 @@ func previewKey(path string) string { return "\x00" + PreviewName + "\x00" + pat
 // previewFile is PreviewName. Drawing it decodes chunks, which a stat
 // (ls -l) must not do: it is drawn at the first open, and kept in the
 // chunk cache under its budget (drawn again if evicted). Until it is
-// first drawn its size is 0; it is opened for direct I/O, as /proc files
-// are, so readers read to the end whatever the size, and its attributes
-// are not kept by the kernel, so that a stat after the first open shows
-// the picture's size.
+// first drawn its size is 0, with one exception: once the index.html of
+// its group has been opened, a stat draws it, since a browser showing
+// that page stats each picture by path and reads no more than that size
+// (Chromium does). The open that draws it tells the kernel
+// that the size it was given is stale (sizeKnown), so the fstat a reader
+// makes after opening (Chromium, mmap readers, Python's read) shows the
+// picture's size before the first read. It is opened for direct I/O, as
+// /proc files are, so a reader that trusts an earlier stat still reads
+// to the end, and its attributes are not kept by the kernel.
 type previewFile struct {
 	fs.Inode
 	t     *tree
@@ -48,12 +53,24 @@ func (t *tree) previewFile(a *nczarr.Array) *previewFile {
 func (f *previewFile) live() bool { return true }
 
 func (f *previewFile) attr(ctx context.Context, a *fuse.Attr) error {
-	f.t.fill(a, fuse.S_IFREG|0o444, uint64(f.size.Load()), ino('p', f.array.Path))
+	size := f.size.Load()
+	if size == 0 && f.t.pageOpened(groupOf(f.array.Path)) {
+		// A browser showing the group's page stats the picture by
+		// path, then reads that many bytes: draw it now. A failure
+		// is the open's to report.
+		if b, err := f.draw(ctx); err == nil {
+			size = int64(len(b))
+			f.size.Store(size)
+		}
+	}
+	f.t.fill(a, fuse.S_IFREG|0o444, uint64(size), ino('p', f.array.Path))
 	stamp(a, f.t.dirTime(ctx, f.array.Path))
 	return nil
 }
 
 func (f *previewFile) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	ctx, cancel := f.t.bound(ctx)
+	defer cancel()
 	f.attr(ctx, &out.Attr)
 	out.SetTimeout(liveTimeout)
 	return 0
@@ -82,7 +99,9 @@ func (f *previewFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, ui
 	if err != nil {
 		return nil, 0, f.t.rep.errno("open "+PreviewName, f.array.Path, err)
 	}
-	f.size.Store(int64(len(b)))
+	if f.size.Swap(int64(len(b))) != int64(len(b)) {
+		f.t.sizeKnown(&f.Inode, f.array.Path)
+	}
 	return &snapshot{b}, fuse.FOPEN_DIRECT_IO, 0
 }
 

@@ -86,6 +86,9 @@ func (t *tree) arrayFiles(a *nczarr.Array) *arrayFiles {
 		_, f.vrt = describe.VRT(a, DataName)
 		f.preview = preview.Supported(a)
 	}
+	if nczarr.Unreachable(a.Err) {
+		return f // not kept: the array is read again
+	}
 	got, _ := t.files.LoadOrStore(a.Path, f)
 	return got.(*arrayFiles)
 }
@@ -114,12 +117,20 @@ func (d *dir) synthNames() []synthName {
 		}
 		names = append(names, synthName{InfoName, fuse.S_IFREG, ino('i', a.Path), func() synthNode {
 			return t.staticFile(ino('i', a.Path), a.Path, func(ctx context.Context) ([]byte, error) {
-				return describe.Info(ctx, t.ds, a.Path)
+				// It says where the array is in its group's dataset.nc,
+				// when that is made: making it reads the metadata of
+				// every array of the group.
+				var c *describe.Classic
+				if parent := describe.ParentGroup(a.Path); t.classicMade(parent) || !t.ds.Unread() {
+					c, _ = t.classic(ctx, parent)
+				}
+				return describe.InfoIn(ctx, t.ds, a.Path, c)
 			})
 		}})
 	}
 	if t.ds.Group(d.key) != nil {
 		names = append(names, synthName{IndexName, fuse.S_IFREG, ino('x', d.key), func() synthNode { return t.indexFile(d.key) }})
+		names = append(names, synthName{ClassicName, fuse.S_IFREG, ino('N', d.key), func() synthNode { return &classicFile{t: t, key: d.key} }})
 	}
 	if d.key == "" {
 		if t.ds.Group("") != nil {
@@ -217,6 +228,8 @@ type synthFile struct {
 	// made yet to the first open: a stat then shows size 0 for an
 	// instant (liveTimeout), and that open reads with direct I/O.
 	deferred func() bool
+	// opened, when set, is called by each open that succeeds.
+	opened func()
 
 	mu     sync.Mutex
 	cached []byte // GUARDED_BY(mu): static content once made
@@ -294,6 +307,19 @@ func (f *synthFile) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.Att
 	return 0
 }
 
+// sizeKnown tells the kernel that the attributes it keeps of n, a file
+// made on demand whose size it was given as 0, are stale: called by the
+// open that made the file, before it answers, so that the fstat readers
+// make after opening (Chromium's file loader, mmap readers, Python's
+// read()) asks again and sees the true size before the first read. Only
+// the attributes (offset -1): the file has no pages to drop. A kernel
+// that has forgotten the inode (ENOENT) has nothing to forget.
+func (t *tree) sizeKnown(n *fs.Inode, path string) {
+	if errno := n.NotifyContent(-1, 0); errno != 0 && errno != syscall.ENOENT {
+		t.rep.log.Debug("kernel not told of a file's size", "path", path, "errno", errno)
+	}
+}
+
 // snapshot is the handle of an open live file: its content at open.
 type snapshot struct{ b []byte }
 
@@ -304,13 +330,20 @@ func (f *synthFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint
 	if errno != 0 {
 		return nil, 0, errno
 	}
-	if f.unsized() {
+	unsized := f.unsized()
+	if unsized {
 		// The kernel was told size 0: read past it, not from its cache.
 		keep = fuse.FOPEN_DIRECT_IO
 	}
 	b, err := f.bytes(ctx)
 	if err != nil {
 		return nil, 0, f.t.rep.errno("open", f.Path(nil), err)
+	}
+	if unsized {
+		f.t.sizeKnown(&f.Inode, f.Path(nil))
+	}
+	if f.opened != nil {
+		f.opened()
 	}
 	if f.isLive {
 		return &snapshot{b}, fuse.FOPEN_DIRECT_IO, 0

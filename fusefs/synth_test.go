@@ -27,9 +27,9 @@ import (
 // synthFiles lists the files the mount adds to a dataset whose root is a
 // group and whose arrays of fixed-size elements are at the given paths,
 // besides each array's data; vrts are the arrays that also get data.vrt
-// and preview.png. Of index.html, only the root's is listed.
+// and preview.png. Of index.html and dataset.nc, only the root's are listed.
 func synthFiles(arrays []string, vrts ...string) []string {
-	files := []string{HeaderName, IndexName, ControlDir + "/" + ErrorsName, ControlDir + "/" + StatsName}
+	files := []string{HeaderName, IndexName, ClassicName, ControlDir + "/" + ErrorsName, ControlDir + "/" + StatsName}
 	for _, a := range arrays {
 		files = append(files, a+"/"+NPYName, a+"/"+InfoName)
 	}

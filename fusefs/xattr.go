@@ -94,6 +94,7 @@ type attrNode struct {
 }
 
 func (n attrNode) Getxattr(ctx context.Context, name string, dest []byte) (uint32, syscall.Errno) {
+	n.xt.stats.Kernel.Xattrs.Add(1)
 	if !n.has || !strings.HasPrefix(name, xattrPrefix) {
 		return 0, syscall.ENODATA
 	}
@@ -113,6 +114,7 @@ func (n attrNode) Getxattr(ctx context.Context, name string, dest []byte) (uint3
 }
 
 func (n attrNode) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
+	n.xt.stats.Kernel.Xattrs.Add(1)
 	if !n.has {
 		return 0, 0
 	}

@@ -34,104 +34,13 @@ type Attr struct {
 }
 
 // member is one name/value pair of a JSON object, in stored order.
-type member struct {
-	Name  string
-	Value json.RawMessage
-}
+type member = zarrmeta.Member
 
-// members parses a JSON object keeping its members' order, which a Go map
-// loses and netcdf-c keeps (attributes, dimensions). Each value is the
-// bytes as stored, so a bare NaN or Infinity (which zarr-python writes)
-// can still be told from the string "NaN".
-func members(data []byte) ([]member, error) {
-	if !json.Valid(zarrmeta.QuoteNonFinite(data)) {
-		return nil, errors.New("invalid JSON")
-	}
-	i := skipSpace(data, 0)
-	if i >= len(data) || data[i] != '{' {
-		return nil, errors.New("not a JSON object")
-	}
-	var out []member
-	for i = skipSpace(data, i+1); i < len(data) && data[i] != '}'; {
-		end := valueEnd(data, i)
-		var name string
-		if err := json.Unmarshal(data[i:end], &name); err != nil {
-			return nil, err
-		}
-		i = skipSpace(data, end)
-		if i >= len(data) || data[i] != ':' {
-			return nil, errors.New("invalid JSON object")
-		}
-		i = skipSpace(data, i+1)
-		end = valueEnd(data, i)
-		out = append(out, member{name, data[i:end:end]})
-		i = skipSpace(data, end)
-		if i < len(data) && data[i] == ',' {
-			i = skipSpace(data, i+1)
-		}
-	}
-	return out, nil
-}
-
-func skipSpace(data []byte, i int) int {
-	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// valueEnd returns the end of the JSON value starting at data[i] (valid
-// JSON): the first ',', '}' or ']' outside it, or whitespace after it.
-func valueEnd(data []byte, i int) int {
-	depth := 0
-	inString, escaped := false, false
-	for ; i < len(data); i++ {
-		c := data[i]
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-				if depth == 0 {
-					return i + 1
-				}
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inString = true
-		case '{', '[':
-			depth++
-		case '}', ']':
-			if depth == 0 {
-				return i
-			}
-			depth--
-			if depth == 0 {
-				return i + 1
-			}
-		case ',', ' ', '\t', '\n', '\r':
-			if depth == 0 {
-				return i
-			}
-		}
-	}
-	return i
-}
+// members parses a JSON object keeping its members' order.
+func members(data []byte) ([]member, error) { return zarrmeta.Members(data) }
 
 // lookup returns the value of the member named name, any case.
-func lookup(ms []member, name string) (json.RawMessage, bool) {
-	for _, m := range ms {
-		if strings.EqualFold(m.Name, name) {
-			return m.Value, true
-		}
-	}
-	return nil, false
-}
+func lookup(ms []member, name string) (json.RawMessage, bool) { return zarrmeta.Lookup(ms, name) }
 
 // internalAttr reports the attributes that carry NCZarr's or xarray's
 // metadata rather than the user's.
@@ -140,38 +49,78 @@ func internalAttr(name string) bool {
 	return strings.HasPrefix(l, "_nczarr_") || name == "_ARRAY_DIMENSIONS"
 }
 
-// Attrs reads the attributes of the group or array at path, in stored
-// order. NCZarr's own (_nczarr_*) and xarray's _ARRAY_DIMENSIONS are left
-// out; _NCProperties and _FillValue, which netCDF shows, are kept. A
-// group or array without attributes has none (nil, nil).
+// Attrs returns the attributes of the group or array at path, in stored
+// order, from the metadata the walk read (an array's model, Meta.AttrList;
+// a group's attributes): no request. NCZarr's own (_nczarr_*) and
+// xarray's _ARRAY_DIMENSIONS are left out; _NCProperties and _FillValue,
+// which netCDF shows, are kept. A group or array without attributes, or
+// a path that is neither, has none (nil, nil). On a dataset read lazily
+// the group holding path is read first, as Array and Group do.
 func (d *Dataset) Attrs(ctx context.Context, path string) ([]Attr, error) {
-	if d.isV3() {
-		return d.attrsV3(ctx, path)
-	}
-	key := zmap.Join(path, ".zattrs")
-	var data []byte
-	err := zmap.ErrNotFound
-	if d.Consolidated {
-		data, err = d.consolidatedObject(ctx, key)
-	}
-	if errors.Is(err, zmap.ErrNotFound) {
-		data, err = d.store.Get(ctx, key)
-	}
-	if errors.Is(err, zmap.ErrNotFound) {
+	var na nodeAttrs
+	if a := d.Array(path); a != nil {
+		na = nodeAttrs{list: a.Meta.AttrList, err: a.Meta.AttrErr, v1Types: d.v1AttrTypes(path)}
+	} else if g := d.Group(path); g != nil {
+		na = g.attrs
+	} else {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, err
+	if na.err != nil {
+		return nil, fmt.Errorf("%q attributes: %w", path, na.err)
 	}
-	ms, err := members(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", key, err)
+	if d.isV3() {
+		return typedAttrs(na.list, v3AttrTypes(na.list), v3NCType), nil
 	}
-	types, err := d.attrTypes(ctx, path, ms)
-	if err != nil {
-		return nil, err
+	raw, ok := lookup(na.list, "_nczarr_attr")
+	if !ok {
+		raw = na.v1Types
 	}
-	return typedAttrs(ms, types, typeOfDType), nil
+	types, err := parseAttrTypes(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s attribute types: %w", zmap.Join(path, ".zattrs"), err)
+	}
+	return typedAttrs(na.list, types, typeOfDType), nil
+}
+
+// v1AttrTypes returns the 4.8.0 attribute types of the array at path,
+// which a lazy walk may be writing for other arrays.
+func (d *Dataset) v1AttrTypes(path string) json.RawMessage {
+	if d.lazy != nil {
+		d.lazy.w.mu.Lock()
+		defer d.lazy.w.mu.Unlock()
+	}
+	return d.v1Attrs[path]
+}
+
+// nodeAttrs are the attributes of a group or an array as the walk read
+// them: in stored order, or why they could not be read; and for 4.8.0
+// metadata the attribute types its .nczattr object gives.
+type nodeAttrs struct {
+	list    []member
+	err     error
+	v1Types json.RawMessage
+}
+
+// v2Attrs reads the attributes of the node at path from its .zattrs bytes
+// (nil when it has none), and for 4.8.0 metadata without an _nczarr_attr
+// member its .nczattr or .nczattrs object.
+func (w *walker) v2Attrs(ctx context.Context, path string, zattrs []byte) nodeAttrs {
+	var na nodeAttrs
+	if na.list, na.err = zarrmeta.ParseAttrs(zattrs); na.err != nil {
+		return na
+	}
+	if _, ok := lookup(na.list, "_nczarr_attr"); ok || w.d.Generation != NCZarrV1 {
+		return na
+	}
+	for _, name := range []string{".nczattr", ".nczattrs"} {
+		data, err := w.get(ctx, zmap.Join(path, name))
+		if errors.Is(err, zmap.ErrNotFound) {
+			continue
+		}
+		na.v1Types, na.err = data, err
+		break
+	}
+	return na
 }
 
 // typedAttrs turns stored attributes into Attrs, in stored order, leaving
@@ -196,64 +145,22 @@ func typedAttrs(ms []member, types map[string]string, typeOf func(string) string
 	return out
 }
 
-// consolidatedObject returns one object of the root .zmetadata.
-func (d *Dataset) consolidatedObject(ctx context.Context, key string) ([]byte, error) {
-	if d.zmeta != nil {
-		if raw, ok := d.zmeta[key]; ok {
-			return raw, nil
-		}
-		return nil, fmt.Errorf("%s: %w", key, zmap.ErrNotFound)
-	}
-	data, err := d.store.Get(ctx, ".zmetadata")
-	if err != nil {
-		return nil, err
-	}
-	ms, err := members(data)
-	if err != nil {
-		return nil, fmt.Errorf(".zmetadata: %w", err)
-	}
-	meta, _ := lookup(ms, "metadata")
-	inner, err := members(meta)
-	if err != nil {
-		return nil, fmt.Errorf(".zmetadata: %w", err)
-	}
-	for _, m := range inner {
-		if m.Name == key {
-			return m.Value, nil
-		}
-	}
-	return nil, fmt.Errorf("%s: %w", key, zmap.ErrNotFound)
-}
-
-// attrTypes returns NCZarr's attribute types for the object at path: the
-// _nczarr_attr member of its .zattrs, or 4.8.0's .nczattr/.nczattrs.
-func (d *Dataset) attrTypes(ctx context.Context, path string, zattrs []member) (map[string]string, error) {
-	raw, ok := lookup(zattrs, "_nczarr_attr")
-	if !ok && d.Generation == NCZarrV1 {
-		for _, name := range []string{".nczattr", ".nczattrs"} {
-			data, err := d.store.Get(ctx, zmap.Join(path, name))
-			if errors.Is(err, zmap.ErrNotFound) {
-				continue
-			}
-			if err != nil {
-				return nil, err
-			}
-			raw, ok = data, true
-			break
-		}
-	}
-	if !ok {
+// parseAttrTypes reads NCZarr's attribute types: {"types": {name:
+// dtype}}, the _nczarr_attr member of a .zattrs or 4.8.0's .nczattr
+// object. None when raw is nil.
+func parseAttrTypes(raw json.RawMessage) (map[string]string, error) {
+	if raw == nil {
 		return nil, nil
 	}
 	ms, err := members(raw)
 	if err != nil {
-		return nil, fmt.Errorf("%s attribute types: %w", zmap.Join(path, ".zattrs"), err)
+		return nil, err
 	}
 	typesRaw, _ := lookup(ms, "types")
 	var types map[string]string
 	if len(typesRaw) > 0 {
 		if err := json.Unmarshal(typesRaw, &types); err != nil {
-			return nil, fmt.Errorf("%s attribute types: %w", zmap.Join(path, ".zattrs"), err)
+			return nil, err
 		}
 	}
 	return types, nil

@@ -1,10 +1,11 @@
-// Package nczarr is the metadata model of NCZarr and Zarr v2 datasets and
-// the reader that turns stored chunks into an array's decoded bytes.
+// Package nczarr opens NCZarr and Zarr (v2, v3) datasets: their groups,
+// arrays, dimensions and attributes.
 //
 // Open reads a dataset's metadata from a zmap.Store once (the store is
 // treated as immutable), whatever generation of NCZarr metadata netcdf-c
-// wrote, or pure Zarr v2. An Array's ReadAt then serves any byte range of
-// the array in C order, little-endian, decoding only the chunks it touches.
+// wrote, or pure Zarr. Each array is a chunked.Array (package chunked, the
+// read path), whose ReadAt serves any byte range of the array in C order,
+// little-endian, decoding only the chunks it touches.
 package nczarr
 
 import (
@@ -17,9 +18,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/nczarrfs/nczarrfs/cache"
+	"github.com/nczarrfs/nczarrfs/nczarr/chunked"
 	"github.com/nczarrfs/nczarrfs/zmap"
 )
 
@@ -53,19 +54,14 @@ type Dataset struct {
 	Consolidated bool
 
 	store  zmap.Store
-	cache  *cache.Cache
-	ahead  *queue         // read-ahead loads, in the order readers need them
-	hint   willNeeder     // nil when the store reads nothing ahead on a hint
-	hints  *queue         // gives read-ahead's hints to hint, in order
-	vec    zmap.VecReader // nil when the store cannot read into several buffers
-	noVec  atomic.Bool    // vec said errors.ErrUnsupported: it cannot
+	src    *chunked.Source // what the arrays read their chunks through
 	log    *slog.Logger
 	par    int
 	groups map[string]*Group
 	arrays map[string]*Array
-	// zmeta is the metadata member of the root .zmetadata, read once by
-	// Open: attributes are read from it with no request.
-	zmeta map[string]json.RawMessage
+	// v1Attrs are the attribute types of 4.8.0 arrays (.nczattr), by
+	// path; written by the walk under its mu.
+	v1Attrs map[string]json.RawMessage
 	// lazy reads groups' children when first asked for (lazy.go); nil
 	// when Open read them all.
 	lazy *lazyWalk
@@ -77,6 +73,8 @@ type Group struct {
 	Dims   map[string]Dim
 	Groups []string // child group paths, sorted
 	Arrays []string // child array paths, sorted
+
+	attrs nodeAttrs // read by the walk (Dataset.Attrs)
 }
 
 // Group returns the group at path, or nil. On a dataset read lazily it
@@ -138,7 +136,6 @@ func sortedKeys[V any](m map[string]V) []string {
 func Open(ctx context.Context, store zmap.Store, opts Options) (*Dataset, error) {
 	d := &Dataset{
 		store:  store,
-		cache:  opts.Cache,
 		log:    opts.Logger,
 		par:    opts.Parallel,
 		groups: map[string]*Group{},
@@ -150,13 +147,7 @@ func Open(ctx context.Context, store zmap.Store, opts Options) (*Dataset, error)
 	if d.par <= 0 {
 		d.par = parallelism(store)
 	}
-	if d.cache == nil {
-		d.cache = cache.New(0)
-	}
-	d.ahead = newQueue(d.par, opts.Decoders)
-	d.hint, _ = zmap.As[willNeeder](store)
-	d.hints = newQueue(1, 0)
-	d.vec, _ = zmap.As[zmap.VecReader](store)
+	d.src = chunked.NewSource(store, opts.Cache, d.par, opts.Decoders)
 	w := &walker{d: d, sem: make(chan struct{}, walkParallelism(store, d.par))}
 
 	if ok, err := w.openV3(ctx); ok || err != nil {
@@ -169,7 +160,7 @@ func Open(ctx context.Context, store zmap.Store, opts Options) (*Dataset, error)
 	if err != nil && !errors.Is(err, zmap.ErrNotFound) {
 		return nil, err
 	}
-	zattrs, err := w.getObject(ctx, ".zattrs")
+	zattrs, zattrsRaw, err := w.getDoc(ctx, ".zattrs")
 	if err != nil && !errors.Is(err, zmap.ErrNotFound) {
 		return nil, err
 	}
@@ -228,8 +219,14 @@ func Open(ctx context.Context, store zmap.Store, opts Options) (*Dataset, error)
 		w.lazy = &lazyWalk{w: w, pending: map[string]*pendingGroup{}}
 	}
 	w.lister, _ = zmap.As[lister](store)
-	w.group(ctx, "", zgroup, zattrs)
+	rctx, failed := withFailures(ctx)
+	w.group(rctx, "", zgroup, zattrs, zattrsRaw)
 	w.wg.Wait()
+	if err := failed.err(); err != nil && w.lazy != nil {
+		// The root's children could not be named: a mount would show
+		// none of them until it ends.
+		return nil, fmt.Errorf("listing the root group: %w", err)
+	}
 	d.lazy = w.lazy
 	return d, nil
 }
@@ -285,35 +282,51 @@ func (w *walker) get(ctx context.Context, key string) ([]byte, error) {
 	}
 	w.sem <- struct{}{}
 	defer func() { <-w.sem }()
-	return w.d.store.Get(ctx, key)
+	data, err := w.d.store.Get(ctx, key)
+	return data, noteFailure(ctx, err)
 }
 
 // getObject fetches and parses a JSON object; (nil, ErrNotFound) when the
 // key is not stored.
 func (w *walker) getObject(ctx context.Context, key string) (object, error) {
+	o, _, err := w.getDoc(ctx, key)
+	return o, err
+}
+
+// getDoc is getObject that also returns the object's bytes as stored,
+// even when they do not parse.
+func (w *walker) getDoc(ctx context.Context, key string) (object, []byte, error) {
 	data, err := w.get(ctx, key)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	o, err := parseObject(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", key, err)
+		return nil, data, fmt.Errorf("%s: %w", key, err)
 	}
-	return o, nil
+	return o, data, nil
 }
 
 // optional fetches a JSON object that may be absent, logging unreadable ones.
 func (w *walker) optional(ctx context.Context, key string) object {
-	o, err := w.getObject(ctx, key)
-	if err != nil && !errors.Is(err, zmap.ErrNotFound) {
-		w.d.log.Warn("skipping unreadable metadata", "key", key, "err", err)
-	}
+	o, _ := w.optionalDoc(ctx, key)
 	return o
 }
 
-// group records the group at prefix and walks its children.
-func (w *walker) group(ctx context.Context, prefix string, zgroup, zattrs object) {
-	g := &Group{Path: prefix}
+// optionalDoc is optional that also returns the object's bytes as stored:
+// a .zattrs that does not parse is kept, for its attributes to say why.
+func (w *walker) optionalDoc(ctx context.Context, key string) (object, []byte) {
+	o, data, err := w.getDoc(ctx, key)
+	if err != nil && !errors.Is(err, zmap.ErrNotFound) {
+		w.d.log.Warn("skipping unreadable metadata", "key", key, "err", err)
+	}
+	return o, data
+}
+
+// group records the group at prefix, whose .zgroup and .zattrs are
+// zgroup and zattrs (zattrsRaw as stored), and walks its children.
+func (w *walker) group(ctx context.Context, prefix string, zgroup, zattrs object, zattrsRaw []byte) {
+	g := &Group{Path: prefix, attrs: w.v2Attrs(ctx, prefix, zattrsRaw)}
 	var info groupInfo
 	found := false
 	for _, o := range []object{zattrs.obj("_nczarr_group"), zgroup.obj("_nczarr_group")} {
@@ -353,30 +366,75 @@ func (w *walker) group(ctx context.Context, prefix string, zgroup, zattrs object
 		w.lazy.defer_(g)
 		return
 	}
-	w.children(ctx, g, &w.wg)
+	w.children(ctx, g, nil, &w.wg)
 }
 
-// children reads the arrays and groups in g, in the background (wg).
-func (w *walker) children(ctx context.Context, g *Group, wg *sync.WaitGroup) {
+// children reads the arrays and groups in g, in the background (wg): all
+// of them, or, when only is not nil, those it holds. Each child whose read
+// met a failure to reach the store is in the failed set it returns, to be
+// read after wg is done; such an array is kept meanwhile with the failure
+// as its Err (Unreachable), and is read again with the group
+// (lazyWalk.readCtx).
+func (w *walker) children(ctx context.Context, g *Group, only map[string]bool, wg *sync.WaitGroup) *failedSet {
+	failed := &failedSet{}
 	for _, p := range g.Arrays {
+		if only != nil && !only[p] {
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			a := w.array(ctx, p)
+			cctx, f := withFailures(ctx)
+			a := w.array(cctx, p)
+			if err := f.err(); err != nil {
+				a = &Array{Path: p, Err: fmt.Errorf("reading the metadata of %s: %w", p, err)}
+				failed.add(p)
+			}
 			w.mu.Lock()
 			w.d.arrays[p] = a
 			w.mu.Unlock()
 		}()
 	}
 	for _, p := range g.Groups {
+		if only != nil && !only[p] {
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			zg := w.optional(ctx, zmap.Join(p, ".zgroup"))
-			za := w.optional(ctx, zmap.Join(p, ".zattrs"))
-			w.group(ctx, p, zg, za)
+			cctx, f := withFailures(ctx)
+			zg := w.optional(cctx, zmap.Join(p, ".zgroup"))
+			za, zaRaw := w.optionalDoc(cctx, zmap.Join(p, ".zattrs"))
+			w.group(cctx, p, zg, za, zaRaw)
+			if f.err() != nil {
+				failed.add(p)
+			}
 		}()
 	}
+	return failed
+}
+
+// failedSet is the set of children of a group whose read failed to reach
+// the store.
+type failedSet struct {
+	mu    sync.Mutex
+	paths map[string]bool // GUARDED_BY(mu)
+}
+
+func (s *failedSet) add(path string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.paths == nil {
+		s.paths = map[string]bool{}
+	}
+	s.paths[path] = true
+}
+
+// set returns the paths in s, nil when there are none.
+func (s *failedSet) set() map[string]bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.paths
 }
 
 // search finds a pure Zarr group's children: every sub-prefix holding a
@@ -386,7 +444,7 @@ func (w *walker) search(ctx context.Context, prefix string) (arrays, groups []st
 	entries, err := w.d.store.Search(ctx, prefix)
 	<-w.sem
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, noteFailure(ctx, err)
 	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -449,15 +507,25 @@ func (w *walker) classify(ctx context.Context, prefix string) string {
 func (w *walker) array(ctx context.Context, path string) *Array {
 	zarray, err := w.get(ctx, zmap.Join(path, ".zarray"))
 	if err != nil {
-		return &Array{Path: path, d: w.d, Err: fmt.Errorf("%s: %v", zmap.Join(path, ".zarray"), err)}
+		return &Array{Path: path, Err: fmt.Errorf("%s: %v", zmap.Join(path, ".zarray"), err)}
 	}
-	zattrs := w.optional(ctx, zmap.Join(path, ".zattrs"))
+	_, zattrs := w.optionalDoc(ctx, zmap.Join(path, ".zattrs"))
 	var v1 object
 	if w.d.Generation == NCZarrV1 {
 		for _, name := range []string{".nczarray", ".nczvar"} {
 			if v1 = w.optional(ctx, zmap.Join(path, name)); v1 != nil {
 				break
 			}
+		}
+	}
+	if w.d.Generation == NCZarrV1 {
+		if types := w.v2Attrs(ctx, path, zattrs).v1Types; types != nil {
+			w.mu.Lock()
+			if w.d.v1Attrs == nil {
+				w.d.v1Attrs = map[string]json.RawMessage{}
+			}
+			w.d.v1Attrs[path] = types
+			w.mu.Unlock()
 		}
 	}
 	return newArray(w.d, path, zarray, zattrs, v1)
@@ -479,7 +547,6 @@ func (w *walker) consolidated(ctx context.Context) (bool, error) {
 		w.d.log.Warn("ignoring unreadable .zmetadata", "err", err)
 		return false, nil
 	}
-	w.d.zmeta = doc.Metadata
 	groups := map[string]*Group{"": {Path: ""}}
 	var arrays []string
 	for key := range doc.Metadata {
@@ -501,8 +568,7 @@ func (w *walker) consolidated(ctx context.Context) (bool, error) {
 	sort.Strings(arrays)
 	if len(arrays) > 0 && arrays[0] == "" {
 		// The dataset is one array at the root.
-		zattrs, _ := parseObject(doc.Metadata[".zattrs"])
-		w.d.arrays[""] = newArray(w.d, "", doc.Metadata[".zarray"], zattrs, nil)
+		w.d.arrays[""] = newArray(w.d, "", doc.Metadata[".zarray"], doc.Metadata[".zattrs"], nil)
 		return true, nil
 	}
 	// A folder above a listed array or group is a group even where the
@@ -516,11 +582,7 @@ func (w *walker) consolidated(ctx context.Context) (bool, error) {
 		}
 	}
 	for _, p := range arrays {
-		var zattrs object
-		if raw, ok := doc.Metadata[zmap.Join(p, ".zattrs")]; ok {
-			zattrs, _ = parseObject(raw)
-		}
-		a := newArray(w.d, p, doc.Metadata[zmap.Join(p, ".zarray")], zattrs, nil)
+		a := newArray(w.d, p, doc.Metadata[zmap.Join(p, ".zarray")], doc.Metadata[zmap.Join(p, ".zattrs")], nil)
 		w.d.arrays[p] = a
 		parent, _ := splitKey(p)
 		if g := groups[parent]; g != nil {
@@ -537,8 +599,10 @@ func (w *walker) consolidated(ctx context.Context) (bool, error) {
 		}
 		sort.Strings(g.Arrays)
 	}
-	for _, g := range groups {
+	for p, g := range groups {
 		sort.Strings(g.Groups)
+		// Pure Zarr: no 4.8.0 types to fetch, no request.
+		g.attrs = w.v2Attrs(ctx, p, doc.Metadata[zmap.Join(p, ".zattrs")])
 	}
 	w.d.groups = groups
 	return true, nil

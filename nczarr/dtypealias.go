@@ -1,6 +1,7 @@
 package nczarr
 
 import (
+	"github.com/nczarrfs/nczarrfs/nczarr/chunked"
 	"github.com/nczarrfs/nczarrfs/nczarr/dtype"
 	"github.com/nczarrfs/nczarrfs/nczarr/zarrmeta"
 )
@@ -14,3 +15,13 @@ type Field = dtype.Field
 // Meta is an array's metadata model, whichever Zarr version wrote it
 // (package zarrmeta).
 type Meta = zarrmeta.Array
+
+// Array is an array of the dataset (package chunked reads it).
+type Array = chunked.Array
+
+// Reader reads an array's decoded bytes for one consumer, with read-ahead
+// (package chunked).
+type Reader = chunked.Reader
+
+// CodecV3 is one entry of a Zarr v3 array's "codecs" list (package chunked).
+type CodecV3 = chunked.CodecV3

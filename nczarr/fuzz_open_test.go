@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -99,7 +100,8 @@ func FuzzOpen(f *testing.F) {
 			}
 			// Read small arrays of few chunks whole: chunks that are
 			// not stored are the fill value, stored ones are decoded.
-			chunk := a.chunkElems * int64(a.ItemSize)
+			chunkElems, _ := product(a.Meta.Chunks)
+			chunk := chunkElems * int64(a.ItemSize)
 			if a.Size() > 1<<20 || chunk > 1<<20 || a.Size() > 4096*max(chunk, 1) {
 				continue
 			}
@@ -344,3 +346,15 @@ func (s *memStore) Search(ctx context.Context, prefix string) ([]zmap.Entry, err
 }
 
 func (s *memStore) Close() error { return nil }
+
+// product multiplies sizes, reporting overflow.
+func product(dims []int64) (int64, bool) {
+	n := int64(1)
+	for _, d := range dims {
+		if d < 0 || d > 0 && n > math.MaxInt64/d {
+			return 0, false
+		}
+		n *= d
+	}
+	return n, true
+}

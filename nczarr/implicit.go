@@ -34,7 +34,7 @@ func (w *walker) implicitRoot(ctx context.Context) (done bool, err error) {
 	if len(arrays)+len(groups) > 0 {
 		return false, nil
 	}
-	if w.groupV3(ctx, "", nil) {
+	if w.groupV3(ctx, "", nil, nil) {
 		w.wg.Wait()
 		w.d.Generation = ZarrV3
 		return true, nil

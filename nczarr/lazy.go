@@ -28,6 +28,14 @@ type pendingGroup struct {
 	once sync.Once
 	done chan struct{} // closed once the children are read
 	g    *Group
+	// only, when not nil, holds the children to read: those an earlier
+	// read of the group failed to read.
+	only map[string]bool
+	// failed holds the children this read failed to read (a failure to
+	// reach the store), and err the first such failure; set before done
+	// is closed.
+	failed map[string]bool
+	err    error
 }
 
 // lister is a store that says, with no request, what a kept listing holds
@@ -55,7 +63,9 @@ func (l *lazyWalk) readFor(path string) {
 }
 
 // readForCtx is readFor that stops waiting when ctx is done; the reads go
-// on, for the next caller.
+// on, for the next caller. It fails when the read of a group above path
+// could not reach the store for the child on the way to path: that child
+// is then read again at the next call.
 func (l *lazyWalk) readForCtx(ctx context.Context, path string) error {
 	if path == "" {
 		return nil
@@ -64,15 +74,18 @@ func (l *lazyWalk) readForCtx(ctx context.Context, path string) error {
 	if err := l.readForCtx(ctx, parent); err != nil {
 		return err
 	}
-	return l.readCtx(ctx, parent)
+	return l.readCtx(ctx, parent, path)
 }
 
 // read reads the children of the group at path if they are pending.
-func (l *lazyWalk) read(path string) { l.readCtx(context.Background(), path) }
+func (l *lazyWalk) read(path string) { l.readCtx(context.Background(), path, "") }
 
 // readCtx starts reading the children of the group at path if they are
-// pending, and waits for them or for ctx.
-func (l *lazyWalk) readCtx(ctx context.Context, path string) error {
+// pending, and waits for them or for ctx. It fails when that read could
+// not reach the store for the child at child ("" for none in
+// particular). Children whose read failed so are left pending, to be
+// read again by the next call: a failure to reach the store is not kept.
+func (l *lazyWalk) readCtx(ctx context.Context, path, child string) error {
 	l.mu.Lock()
 	pg := l.pending[path]
 	l.mu.Unlock()
@@ -84,16 +97,27 @@ func (l *lazyWalk) readCtx(ctx context.Context, path string) error {
 			// The reads belong to no one caller: one that gives up
 			// must not leave the group half read for the others.
 			var wg sync.WaitGroup
-			l.w.children(context.Background(), pg.g, &wg)
+			ctx, failures := withFailures(context.Background())
+			failed := l.w.children(ctx, pg.g, pg.only, &wg)
 			wg.Wait()
+			pg.failed, pg.err = failed.set(), failures.err()
 			l.mu.Lock()
-			delete(l.pending, path)
+			if l.pending[path] == pg {
+				if pg.failed != nil {
+					l.pending[path] = &pendingGroup{g: pg.g, done: make(chan struct{}), only: pg.failed}
+				} else {
+					delete(l.pending, path)
+				}
+			}
 			l.mu.Unlock()
 			close(pg.done)
 		}()
 	})
 	select {
 	case <-pg.done:
+		if pg.failed[child] {
+			return fmt.Errorf("reading the metadata of %q: %w", child, pg.err)
+		}
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("reading the metadata of the arrays in %q: %w", path, ctx.Err())
@@ -112,12 +136,17 @@ func (d *Dataset) Ready(ctx context.Context, path string) error {
 }
 
 // readAll reads every pending group, for a list of every array or group.
+// A group whose read failed to reach the store is tried once per call.
 func (l *lazyWalk) readAll() {
+	tried := map[string]bool{}
 	for {
 		l.mu.Lock()
 		var paths []string
 		for p := range l.pending {
-			paths = append(paths, p)
+			if !tried[p] {
+				paths = append(paths, p)
+				tried[p] = true
+			}
 		}
 		l.mu.Unlock()
 		if len(paths) == 0 {

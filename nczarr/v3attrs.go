@@ -57,28 +57,6 @@ func (d *Dataset) v3Consolidated(ctx context.Context, path string) ([]byte, erro
 	return nil, fmt.Errorf("%s: %w", zmap.Join(path, "zarr.json"), zmap.ErrNotFound)
 }
 
-// attrsV3 is Attrs for a v3 node: the members of its zarr.json's
-// "attributes", in stored order, typed by NCZarr's _nczarr_attrs
-// annotation where it names them (spec appendix E), else inferred.
-func (d *Dataset) attrsV3(ctx context.Context, path string) ([]Attr, error) {
-	doc, err := d.v3Members(ctx, path)
-	if errors.Is(err, zmap.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	raw, ok := lookup(doc, "attributes")
-	if !ok || string(raw) == "null" {
-		return nil, nil
-	}
-	ms, err := members(raw)
-	if err != nil {
-		return nil, fmt.Errorf("%s attributes: %w", zmap.Join(path, "zarr.json"), err)
-	}
-	return typedAttrs(ms, v3AttrTypes(ms), v3NCType), nil
-}
-
 // v3AttrTypes reads _nczarr_attrs: {"attribute_types": [{"name": n,
 // "configuration": {"type": t}}, ...]}.
 func v3AttrTypes(attrs []member) map[string]string {
@@ -192,10 +170,10 @@ func (d *Dataset) undeclaredDims(path string, dims []NamedDim) []NamedDim {
 	}
 	for _, p := range sortedKeys(d.arrays) {
 		a := d.arrays[p]
-		if a.Err != nil || len(a.dimRefs) != len(a.Meta.Shape) {
+		if a.Err != nil || len(a.DimRefs) != len(a.Meta.Shape) {
 			continue
 		}
-		for i, ref := range a.dimRefs {
+		for i, ref := range a.DimRefs {
 			dir, name := splitKey(strings.TrimPrefix(ref, "/"))
 			if dir != path || seen[name] {
 				continue

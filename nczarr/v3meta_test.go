@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/nczarrfs/nczarrfs/cache"
+	"github.com/nczarrfs/nczarrfs/nczarr/chunked"
 	"github.com/nczarrfs/nczarrfs/zmap"
 )
 
@@ -39,6 +40,13 @@ func v3Edit(t testing.TB, edit string) []byte {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// vlenSharded is an edit of v3Base into a string array in shards whose
+// inner codecs are inner, with after following sharding_indexed.
+func vlenSharded(inner, after string) string {
+	return `{"data_type": "string", "fill_value": "", "codecs": [{"name": "sharding_indexed", "configuration": {"chunk_shape": [2, 3], "codecs": ` +
+		inner + `, "index_codecs": [{"name": "bytes"}, {"name": "crc32c"}]}}` + after + `]}`
 }
 
 // TestV3Metadata checks that metadata nczarrfs cannot read faithfully is
@@ -72,6 +80,9 @@ func TestV3Metadata(t *testing.T) {
 		{"endian", `{"codecs": [{"name": "bytes", "configuration": {"endian": "middle"}}]}`, "endian"},
 		{"unknown codec", `{"codecs": [{"name": "bytes"}, {"name": "lzw"}]}`, "lzw"},
 		{"numcodecs name", `{"codecs": [{"name": "bytes"}, {"name": "numcodecs.zlib", "configuration": {"level": 1}}]}`, ""},
+		{"pcodec array-to-bytes", `{"codecs": [{"name": "numcodecs.pcodec", "configuration": {"level": 8}}, {"name": "crc32c"}]}`, ""},
+		{"pcodec after transpose", `{"codecs": [{"name": "transpose", "configuration": {"order": [1, 0]}}, {"name": "numcodecs.pcodec"}]}`, ""},
+		{"pcodec and bytes", `{"codecs": [{"name": "bytes"}, {"name": "numcodecs.pcodec"}]}`, "two array-to-bytes"},
 		{"blosc shuffle name", `{"codecs": [{"name": "bytes"}, {"name": "blosc", "configuration": {"cname": "lz4", "clevel": 1, "shuffle": "twist", "typesize": 2, "blocksize": 0}}]}`, "shuffle"},
 		{"short codec form", `{"codecs": ["bytes", "crc32c"]}`, ""},
 		{"sharding", sharding(`[2, 3]`, `[{"name": "bytes"}, {"name": "crc32c"}]`, "end"), ""},
@@ -81,6 +92,13 @@ func TestV3Metadata(t *testing.T) {
 		{"sharding rank", sharding(`[2]`, `[{"name": "bytes"}]`, "end"), "does not match"},
 		{"sharding index gzip", sharding(`[2, 3]`, `[{"name": "bytes"}, {"name": "gzip", "configuration": {"level": 1}}]`, "end"), "fixed-size"},
 		{"sharding too many chunks", `{"shape": [1152921504606846976, 1], "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [1152921504606846976, 1]}}, "codecs": [{"name": "sharding_indexed", "configuration": {"chunk_shape": [1, 1], "codecs": [{"name": "bytes"}], "index_codecs": [{"name": "bytes"}]}}]}`, "inner chunks"},
+		// Variable-length elements inside sharding_indexed.
+		{"vlen sharded", vlenSharded(`[{"name": "vlen-utf8"}, {"name": "gzip", "configuration": {"level": 1}}]`, ``), ""},
+		{"vlen sharded numcodecs name", vlenSharded(`[{"name": "numcodecs.vlen-utf8"}]`, ``), ""},
+		{"vlen sharded wrong codec", vlenSharded(`[{"name": "vlen-bytes"}]`, ``), "does not fit"},
+		{"vlen sharded bytes", vlenSharded(`[{"name": "bytes"}]`, ``), "needs vlen-utf8"},
+		{"vlen sharded crc32c after", vlenSharded(`[{"name": "vlen-utf8"}]`, `, {"name": "crc32c"}`), "not supported"},
+		{"vlen codec on int32", `{"data_type": "int32", "codecs": [{"name": "sharding_indexed", "configuration": {"chunk_shape": [2, 3], "codecs": [{"name": "vlen-utf8"}], "index_codecs": [{"name": "bytes"}]}}]}`, "does not fit"},
 		{"int7", `{"data_type": "int7"}`, "int7"},
 		{"raw bits", `{"data_type": "r12", "fill_value": [0, 0]}`, "multiple of 8"},
 		{"extension data type", `{"data_type": {"name": "datetime64"}}`, "data_type"},
@@ -100,11 +118,12 @@ func TestV3Metadata(t *testing.T) {
 		{"huge chunks", `{"chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [65536, 65536]}}}`, "more than"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			doc, err := v3Doc(v3Edit(t, tc.edit))
+			raw := v3Edit(t, tc.edit)
+			doc, err := v3Doc(raw)
 			if err != nil {
 				t.Fatal(err)
 			}
-			a := newArrayV3(&Dataset{}, "v", doc)
+			a := newArrayV3(&Dataset{}, "v", doc, raw)
 			switch {
 			case tc.want == "" && a.Err != nil:
 				t.Errorf("error %v, want none", a.Err)
@@ -136,11 +155,12 @@ func TestV3ChunkKeys(t *testing.T) {
 		{`{"shape": [], "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": []}}, "chunk_key_encoding": {"name": "v2"}}`, []int64{}, "v/0"},
 		{`{"codecs": [{"name": "sharding_indexed", "configuration": {"chunk_shape": [2, 3], "codecs": [{"name": "bytes"}], "index_codecs": [{"name": "bytes"}]}}]}`, []int64{3, 1}, "v/c/1/0@3,1"},
 	} {
-		doc, err := v3Doc(v3Edit(t, tc.edit))
+		raw := v3Edit(t, tc.edit)
+		doc, err := v3Doc(raw)
 		if err != nil {
 			t.Fatal(err)
 		}
-		a := newArrayV3(&Dataset{}, "v", doc)
+		a := newArrayV3(&Dataset{}, "v", doc, raw)
 		if a.Err != nil {
 			t.Fatalf("%s: %v", tc.edit, a.Err)
 		}
@@ -158,14 +178,22 @@ func FuzzV3Array(f *testing.F) {
 	f.Add(v3Edit(f, `{"codecs": [{"name": "sharding_indexed", "configuration": {"chunk_shape": [2, 3], "codecs": [{"name": "transpose", "configuration": {"order": [1, 0]}}, {"name": "bytes", "configuration": {"endian": "big"}}, {"name": "zstd"}], "index_codecs": [{"name": "bytes"}, {"name": "crc32c"}], "index_location": "start"}}]}`))
 	f.Add(v3Edit(f, `{"data_type": "complex128", "fill_value": ["0x7ff8000000000000", "-Infinity"]}`))
 	f.Add(v3Edit(f, `{"data_type": "r24", "fill_value": [1, 2, 3], "chunk_key_encoding": {"name": "v2"}}`))
+	f.Add(v3Edit(f, vlenSharded(`[{"name": "vlen-utf8"}, {"name": "gzip", "configuration": {"level": 1}}]`, ``)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		doc, err := v3Doc(data)
 		if err != nil {
 			return
 		}
-		d := &Dataset{store: emptyStore{}, par: 2, cache: cache.New(0)}
-		a := newArrayV3(d, "v", doc)
+		d := &Dataset{store: emptyStore{}, par: 2, src: chunked.NewSource(emptyStore{}, cache.New(0), 2, 0)}
+		a := newArrayV3(d, "v", doc, data)
 		if a.Err != nil {
+			return
+		}
+		if a.Objects() {
+			// Variable-length elements: no data, only JSON (all fill).
+			if _, err := a.JSON(context.Background()); err != nil {
+				t.Fatalf("JSON of an array with no chunk stored: %v", err)
+			}
 			return
 		}
 		if a.ItemSize <= 0 || a.Size() < 0 || a.Size()%int64(a.ItemSize) != 0 {
@@ -233,8 +261,9 @@ func FuzzV3Shard(f *testing.F) {
 	f.Add(make([]byte, 2*16+4))
 	f.Add(bytes.Repeat([]byte{0xff}, 100))
 	f.Fuzz(func(t *testing.T, shard []byte) {
-		d := &Dataset{store: oneObject{key: "v/c/0/0", data: shard}, par: 2, cache: cache.New(1 << 20)}
-		a := newArrayV3(d, "v", doc)
+		store := oneObject{key: "v/c/0/0", data: shard}
+		d := &Dataset{store: store, par: 2, src: chunked.NewSource(store, cache.New(1<<20), 2, 0)}
+		a := newArrayV3(d, "v", doc, nil)
 		if a.Err != nil {
 			t.Fatal(a.Err)
 		}

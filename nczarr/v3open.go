@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/nczarrfs/nczarrfs/nczarr/zarrmeta"
 	"github.com/nczarrfs/nczarrfs/zmap"
 )
 
@@ -31,19 +32,19 @@ func (w *walker) openV3(ctx context.Context) (ok bool, err error) {
 	d := w.d
 	d.Generation = ZarrV3
 	if doc.nodeType() == "array" {
-		d.arrays[""] = newArrayV3(d, "", doc)
+		d.arrays[""] = newArrayV3(d, "", doc, raw)
 		return true, nil
 	}
 	attrs := doc.obj("attributes")
 	if sb := attrs.obj("_nczarr_superblock"); sb != nil {
 		d.Generation = NCZarrV3
 	}
-	if w.consolidatedV3(doc) {
+	if w.consolidatedV3(doc, raw) {
 		d.Consolidated = true
 		w.yieldToObjects(ctx)
 		return true, nil
 	}
-	w.groupV3(ctx, "", doc)
+	w.groupV3(ctx, "", doc, raw)
 	w.wg.Wait()
 	return true, nil
 }
@@ -53,10 +54,13 @@ func (w *walker) openV3(ctx context.Context) (ok bool, err error) {
 // holding a zarr.json, or holding v3 nodes further down without one of its
 // own (an implicit group, as zarr-java and zarrs write them: an OME-Zarr
 // plate's row folder, a store whose top has no zarr.json). doc is nil for
-// an implicit group, which is recorded only when it has a node below it.
-// It reports whether the group was recorded.
-func (w *walker) groupV3(ctx context.Context, prefix string, doc object) bool {
+// an implicit group, which is recorded only when it has a node below it;
+// raw is doc as stored. It reports whether the group was recorded.
+func (w *walker) groupV3(ctx context.Context, prefix string, doc object, raw []byte) bool {
 	g := &Group{Path: prefix}
+	if doc != nil {
+		g.attrs.list, g.attrs.err = zarrmeta.ParseAttrsV3(raw)
+	}
 	info, listed := parseGroupInfoV3(doc.obj("attributes").obj("_nczarr_group"))
 	g.Dims = info.Dims
 	var children []string
@@ -91,7 +95,7 @@ func (w *walker) groupV3(ctx context.Context, prefix string, doc object) bool {
 			if errors.Is(err, zmap.ErrNotFound) && !listed {
 				// Nodes further down make this folder an implicit
 				// group; the walk of it ends before this one's.
-				if w.groupV3(ctx, p, nil) {
+				if w.groupV3(ctx, p, nil, nil) {
 					mu.Lock()
 					g.Groups = append(g.Groups, p)
 					mu.Unlock()
@@ -111,7 +115,7 @@ func (w *walker) groupV3(ctx context.Context, prefix string, doc object) bool {
 			defer mu.Unlock()
 			if child.nodeType() == "array" {
 				g.Arrays = append(g.Arrays, p)
-				a := newArrayV3(w.d, p, child)
+				a := newArrayV3(w.d, p, child, raw)
 				w.mu.Lock()
 				w.d.arrays[p] = a
 				w.mu.Unlock()
@@ -121,7 +125,7 @@ func (w *walker) groupV3(ctx context.Context, prefix string, doc object) bool {
 			w.wg.Add(1)
 			go func() {
 				defer w.wg.Done()
-				w.groupV3(ctx, p, child)
+				w.groupV3(ctx, p, child, raw)
 			}()
 		}()
 	}
@@ -181,8 +185,10 @@ func parseGroupInfoV3(o object) (groupInfo, bool) {
 
 // consolidatedV3 builds the tree from the consolidated metadata that
 // zarr-python 3 keeps in the root zarr.json: "consolidated_metadata":
-// {"kind": "inline", "metadata": {path: zarr.json document, ...}}.
-func (w *walker) consolidatedV3(root object) bool {
+// {"kind": "inline", "metadata": {path: zarr.json document, ...}}; rootRaw
+// is the root zarr.json as stored, whose documents' attributes keep their
+// order.
+func (w *walker) consolidatedV3(root object, rootRaw []byte) bool {
 	cm := root.obj("consolidated_metadata")
 	if cm == nil {
 		return false
@@ -193,6 +199,8 @@ func (w *walker) consolidatedV3(root object) bool {
 		return false
 	}
 	groups := map[string]*Group{"": {Path: ""}}
+	groups[""].attrs.list, groups[""].attrs.err = zarrmeta.ParseAttrsV3(rootRaw)
+	raws := consolidatedDocs(rootRaw)
 	docs := map[string]object{}
 	for p, v := range meta {
 		if !zmap.ValidKey(p) {
@@ -209,6 +217,7 @@ func (w *walker) consolidatedV3(root object) bool {
 		docs[p] = object(m)
 		if object(m).nodeType() == "group" {
 			groups[p] = &Group{Path: p}
+			groups[p].attrs.list, groups[p].attrs.err = zarrmeta.ParseAttrsV3(raws[p])
 		}
 	}
 	for p, doc := range docs {
@@ -217,7 +226,7 @@ func (w *walker) consolidatedV3(root object) bool {
 			groups[p].Dims = info.Dims
 			continue
 		}
-		w.d.arrays[p] = newArrayV3(w.d, p, doc)
+		w.d.arrays[p] = newArrayV3(w.d, p, doc, raws[p])
 	}
 	if info, ok := parseGroupInfoV3(root.obj("attributes").obj("_nczarr_group")); ok {
 		groups[""].Dims = info.Dims
@@ -240,6 +249,28 @@ func (w *walker) consolidatedV3(root object) bool {
 	}
 	w.d.groups = groups
 	return true
+}
+
+// consolidatedDocs returns the documents of the root zarr.json's
+// consolidated_metadata as stored, by path: none when it is unreadable
+// (consolidatedV3 has then refused it).
+func consolidatedDocs(rootRaw []byte) map[string][]byte {
+	ms, err := members(rootRaw)
+	for _, name := range []string{"consolidated_metadata", "metadata"} {
+		if err != nil {
+			return nil
+		}
+		raw, _ := lookup(ms, name)
+		ms, err = members(raw)
+	}
+	if err != nil {
+		return nil
+	}
+	docs := make(map[string][]byte, len(ms))
+	for _, m := range ms {
+		docs[m.Name] = m.Value
+	}
+	return docs
 }
 
 // childName reports whether a group's metadata names a child by one key

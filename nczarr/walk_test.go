@@ -3,6 +3,8 @@ package nczarr_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"os/exec"
 	"slices"
 	"sync"
@@ -214,5 +216,171 @@ g.create_group("sub").create_dataset("b", data=np.arange(4, dtype="<i2"), chunks
 	}
 	if a := ds.Array("sub/b"); a == nil || a.Err != nil || a.Size() != 8 {
 		t.Errorf("sub/b after the wait: %+v", a)
+	}
+}
+
+// outage fails the Get and Search of the keys and prefixes in down with
+// an error that is no answer of the store (as a timeout or a reset is),
+// until they are taken out of it.
+type outage struct {
+	remote
+	mu   sync.Mutex
+	down map[string]bool
+}
+
+var errReset = errors.New("connection reset by peer")
+
+func (o *outage) failing(key string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.down[key] || o.down["*"]
+}
+
+func (o *outage) Get(ctx context.Context, key string) ([]byte, error) {
+	if o.failing(key) {
+		o.count(key)
+		return nil, fmt.Errorf("get %s: %w", key, errReset)
+	}
+	return o.remote.Get(ctx, key)
+}
+
+func (o *outage) Search(ctx context.Context, prefix string) ([]zmap.Entry, error) {
+	if o.failing(prefix + "/") {
+		return nil, fmt.Errorf("list %s: %w", prefix, errReset)
+	}
+	return o.remote.Search(ctx, prefix)
+}
+
+func (o *outage) restore() {
+	o.mu.Lock()
+	o.down = nil
+	o.mu.Unlock()
+}
+
+// TestLazyWalkForgetsFailures reads lazily read groups while the store
+// cannot be reached for some of their metadata: the arrays and groups
+// concerned fail (nczarr.Unreachable), and once the store answers again
+// the same Dataset reads them right, asking again only for what failed.
+func TestLazyWalkForgetsFailures(t *testing.T) {
+	dir := t.TempDir()
+	script := `import sys, zarr, numpy as np
+g = zarr.open_group(sys.argv[1], mode="w")
+for i in range(3):
+    g.create_dataset("a%d" % i, data=np.arange(10, dtype="<i4") + i, chunks=(4,))
+sub = g.create_group("sub")
+sub.attrs["title"] = "sub"
+sub.create_dataset("b", data=np.ones(3), chunks=(2,))
+`
+	if out, err := exec.Command("/usr/bin/python3", "-c", script, dir).CombinedOutput(); err != nil {
+		t.Fatalf("zarr-python: %v\n%s", err, out)
+	}
+	fs, err := file.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eager, err := nczarr.Open(context.Background(), fs, nczarr.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		down []string // what fails during the first look
+		path string   // what is looked at
+	}{
+		{"array attributes", []string{"a1/.zattrs"}, "a1"},
+		{"group attributes", []string{"sub/.zattrs"}, "sub/b"},
+		{"group listing", []string{"sub/"}, "sub/b"},
+		{"everything", []string{"*"}, "sub/b"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			counted := &requests{Store: fs, n: map[string]int{}}
+			o := &outage{remote: remote{counted}}
+			ds, err := nczarr.Open(context.Background(), o, nczarr.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.mu.Lock()
+			o.down = map[string]bool{}
+			for _, k := range tc.down {
+				o.down[k] = true
+			}
+			o.mu.Unlock()
+			err = ds.Ready(context.Background(), tc.path)
+			if err == nil {
+				err = ds.Array(tc.path).Err
+			}
+			if !nczarr.Unreachable(err) || !errors.Is(err, errReset) {
+				t.Fatalf("first look at %s with %v failing: %v; want the failure, marked unreachable", tc.path, tc.down, err)
+			}
+			if a := ds.Array(tc.path); a != nil && a.Err == nil {
+				t.Fatalf("%s read with %v failing", tc.path, tc.down)
+			}
+			before := maps.Clone(counted.n)
+			o.restore()
+			if err := ds.Ready(context.Background(), tc.path); err != nil {
+				t.Fatalf("once the store is back: %v", err)
+			}
+			if a := ds.Array(tc.path); a == nil || a.Err != nil || a.Size() != eager.Array(tc.path).Size() {
+				t.Fatalf("%s once the store is back: %+v", tc.path, a)
+			}
+			if got, want := ds.Arrays(), eager.Arrays(); !slices.Equal(got, want) {
+				t.Errorf("Arrays() = %v, want %v", got, want)
+			}
+			if got, want := ds.Groups(), eager.Groups(); !slices.Equal(got, want) {
+				t.Errorf("Groups() = %v, want %v", got, want)
+			}
+			for _, p := range eager.Arrays() {
+				if a := ds.Array(p); a == nil || a.Err != nil {
+					t.Errorf("array %s: %+v", p, a)
+				}
+			}
+			attrs, err := ds.Attrs(context.Background(), "sub")
+			if err != nil || len(attrs) != 1 {
+				t.Errorf("attributes of sub: %v, %v", attrs, err)
+			}
+			if tc.down[0] != "*" {
+				// Open had fetched every .zarray (to tell arrays from
+				// groups), and the first look parsed those that did
+				// not fail.
+				// What the first look read is not read again.
+				for _, key := range []string{"a0/.zarray", "a2/.zarray"} {
+					if n := counted.n[key] - before[key]; n != 0 && before[key] > 0 {
+						t.Errorf("%s read %d more times after the outage; want it kept", key, n)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestOpenUnreachable opens a distant dataset while the store cannot be
+// reached for a child's metadata: Open fails (a mount would otherwise show
+// a root without that child until it ends), and succeeds once it can.
+func TestOpenUnreachable(t *testing.T) {
+	dir := t.TempDir()
+	script := `import sys, zarr, numpy as np
+g = zarr.open_group(sys.argv[1], mode="w")
+g.create_dataset("a", data=np.arange(10, dtype="<i4"), chunks=(4,))
+g.create_dataset("b", data=np.arange(10, dtype="<i4"), chunks=(4,))
+`
+	if out, err := exec.Command("/usr/bin/python3", "-c", script, dir).CombinedOutput(); err != nil {
+		t.Fatalf("zarr-python: %v\n%s", err, out)
+	}
+	fs, err := file.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &outage{remote: remote{&requests{Store: fs, n: map[string]int{}}}, down: map[string]bool{"b/.zarray": true}}
+	if _, err := nczarr.Open(context.Background(), o, nczarr.Options{}); !nczarr.Unreachable(err) || !errors.Is(err, errReset) {
+		t.Fatalf("Open with b/.zarray failing: %v; want the failure", err)
+	}
+	o.restore()
+	ds, err := nczarr.Open(context.Background(), o, nczarr.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ds.Arrays(); !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("Arrays() = %v", got)
 	}
 }

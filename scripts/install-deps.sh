@@ -22,6 +22,7 @@ if ! $run_only; then
   packages+=(gcc gfortran) # docs/guide.md reads data from C and Fortran, and its test runs them
   packages+=(python3-matplotlib chromium) # preview.png is checked against matplotlib's viridis; index.html opened in headless Chromium
   packages+=(git-annex) # a dataset kept as links out of its folder (--follow-links)
+  packages+=(python3-scipy cdo nco ncview xvfb x11-utils imagemagick) # dataset.nc read by scipy, CDO, NCO and ncview (under Xvfb: xwininfo, import)
   packages+=(buildah ca-certificates) # make image; the image's test runs its binary in a chroot
 fi
 [[ ${1:-} == --bench ]] && packages+=(python3-zarr python3-numcodecs python3-boto3 rclone)

@@ -286,3 +286,83 @@ func listNames(t *testing.T, dir string) map[string]bool {
 	}
 	return names
 }
+
+// readKernel reads the kernel's request counts of the mount at mnt.
+func readKernel(t *testing.T, mnt string) stats.KernelSnapshot {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(mnt, ".nczarrfs", "stats"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s stats.Snapshot
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatalf("%s/.nczarrfs/stats: %v", mnt, err)
+	}
+	return s.Kernel
+}
+
+// TestS3ListAgainFromKernel lists a group of 50 arrays in MinIO with
+// ls -lR twice within --metadata-ttl: the second gets every folder's
+// entries from the kernel's cache (FOPEN_CACHE_DIR), with no listing and
+// no lookup from the daemon, and no request to the store. Once the TTL
+// has passed, an object written meanwhile is listed.
+func TestS3ListAgainFromKernel(t *testing.T) {
+	srv := miniotest.Start(t)
+	s3Env(t, srv)
+	srv.CreateBucket(t, "again")
+	out := t.TempDir()
+	if msg, err := exec.Command(python, "-c", genGroupScript, out, "50", "0").CombinedOutput(); err != nil {
+		t.Fatalf("generating the group with zarr-python: %v\n%s", err, msg)
+	}
+	srv.PutTree(t, "again", "g", filepath.Join(out, "tree"))
+	const ttl = 3 * time.Second
+	mnt := mount(t, srv.Endpoint+"/again/g#mode=zarr,s3", "--metadata-ttl", ttl.String())
+	lsLR := func() string {
+		t.Helper()
+		b, err := exec.Command("ls", "-lR", mnt).CombinedOutput()
+		if err != nil {
+			t.Fatalf("ls -lR: %v\n%s", err, b)
+		}
+		return string(b)
+	}
+	start := time.Now()
+	// The first reads every array's metadata, which sizes header.cdl
+	// and index.html: the second is the one to compare with.
+	lsLR()
+	second := lsLR()
+	k0, r0 := readKernel(t, mnt), readRequests(t, mnt)
+	third := time.Now()
+	again := lsLR()
+	took := time.Since(third)
+	k1, r1 := readKernel(t, mnt), readRequests(t, mnt)
+	if time.Since(start) >= ttl {
+		t.Skipf("the ls -lR took %v, past the TTL of %v: the machine is too loaded to tell", time.Since(start), ttl)
+	}
+	t.Logf("ls -lR again in %v: readdirs %d, lookups %d, opendirs %d, xattrs %d, store %+v (before it: kernel %+v)",
+		took.Round(time.Millisecond), k1.Readdirs-k0.Readdirs, k1.Lookups-k0.Lookups, k1.Opendirs-k0.Opendirs, k1.Xattrs-k0.Xattrs, minus(r1, r0), k0)
+	if second != again {
+		t.Errorf("ls -lR again differs:\n%s\nthen\n%s", second, again)
+	}
+	if k0.Readdirs < 51 {
+		t.Errorf("the first ls -lR made %d listings for the kernel; want one per folder (51)", k0.Readdirs)
+	}
+	if d := k1.Readdirs - k0.Readdirs; d != 0 {
+		t.Errorf("ls -lR again within the TTL made the daemon list %d folders; want 0 (the kernel's cache)", d)
+	}
+	if d := k1.Lookups - k0.Lookups; d != 0 {
+		t.Errorf("ls -lR again within the TTL made %d lookups; want 0", d)
+	}
+	if got := minus(r1, r0); got.Total() != 0 {
+		t.Errorf("ls -lR again within the TTL made %+v store requests; want none", got)
+	}
+
+	srv.Put(t, "again", map[string][]byte{"g/v0007/notes.txt": []byte("written after the mount\n")})
+	time.Sleep(time.Until(start.Add(ttl + 500*time.Millisecond)))
+	k2 := readKernel(t, mnt)
+	if !strings.Contains(lsLR(), "notes.txt") {
+		t.Errorf("ls -lR after the TTL does not list an object written meanwhile")
+	}
+	if k3 := readKernel(t, mnt); k3.Readdirs == k2.Readdirs {
+		t.Errorf("ls -lR after the TTL listed nothing from the daemon")
+	}
+}

@@ -17,7 +17,7 @@ import (
 func TestCatObjectArray(t *testing.T) {
 	bin := nczarrfsBinary(t)
 	dir := t.TempDir()
-	if out, err := exec.Command("/usr/bin/python3", "../nczarr/testdata/gen_vlen.py", dir).CombinedOutput(); err != nil {
+	if out, err := exec.Command("/usr/bin/python3", "../nczarr/chunked/testdata/gen_vlen.py", dir).CombinedOutput(); err != nil {
 		t.Fatalf("gen_vlen.py (needs python3-zarr, python3-xarray, python3-msgpack): %v\n%s", err, out)
 	}
 	raw, err := os.ReadFile(filepath.Join(dir, "expected.json"))

@@ -234,7 +234,7 @@ func TestGuide(t *testing.T) {
 	if len(cmds) == 0 {
 		t.Fatalf("%s has no tested example", guidePath)
 	}
-	for _, tool := range []string{"ncgen", "ncdump", "zip", "jq", "gdalinfo", "getfattr", "gcc", "gfortran", "dd", "od"} {
+	for _, tool := range []string{"ncgen", "ncdump", "zip", "jq", "gdalinfo", "getfattr", "gcc", "gfortran", "dd", "od", "cdo", "ncks"} {
 		_, err := exec.LookPath(tool)
 		testenv.Require(t, tool+" (scripts/install-deps.sh installs it)", err)
 	}

@@ -634,10 +634,10 @@ func checkListing(t *testing.T, stored, mounted, rel string, isArray, isJSON boo
 	}
 	// Of the other files the mount synthesizes (checked in fusefs), every
 	// array has info.json and the root .nczarrfs, unless a stored name
-	// hides them; data.npy, data.vrt, preview.png, index.html and
+	// hides them; data.npy, data.vrt, preview.png, index.html, dataset.nc and
 	// header.cdl depend on the array, the group or the dataset, and are
 	// left out of this comparison.
-	optional := map[string]bool{"data.npy": true, "data.vrt": true, "preview.png": true, "index.html": true, "header.cdl": true}
+	optional := map[string]bool{"data.npy": true, "data.vrt": true, "preview.png": true, "index.html": true, "header.cdl": true, "dataset.nc": true}
 	if _, stored := want["info.json"]; isArray && !stored {
 		want["info.json"] = false
 	}

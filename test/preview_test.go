@@ -196,6 +196,51 @@ func TestIndexHTMLInChromium(t *testing.T) {
 	}
 }
 
+// TestThumbnailsOnFirstView opens index.html of a fresh mount, root and
+// sub-group, in headless Chromium, after an ls -l that showed every
+// preview.png with size 0: every thumbnail loads on this first view (its
+// image has a width). Chromium stats a file by path and reads no more than
+// that size, so a picture must have its size before it is first read. A
+// page outside the mount frames index.html and reports, once all has
+// loaded, each image's natural size into the DOM Chromium dumps.
+func TestThumbnailsOnFirstView(t *testing.T) {
+	ds := pageFixture(t)
+	mnt := mount(t, ds)
+	for _, name := range []string{"temperature", "a&b c", "surface/level"} {
+		st, err := os.Stat(filepath.Join(mnt, name, "preview.png"))
+		if err != nil || st.Size() != 0 {
+			t.Fatalf("%s/preview.png before any open: %v, size %d; want size 0", name, err, st.Size())
+		}
+	}
+	for _, group := range []string{"", "surface"} {
+		frame := filepath.Join(t.TempDir(), "frame.html")
+		page := (&url.URL{Scheme: "file", Path: filepath.Join(mnt, group, "index.html")}).String()
+		doc := `<!DOCTYPE html><html><body><pre id="out">not loaded</pre>
+<iframe id="f" src="` + html.EscapeString(page) + `"></iframe>
+<script>
+window.addEventListener("load", () => {
+  const lines = [];
+  for (const img of document.getElementById("f").contentDocument.images)
+    lines.push("IMG " + img.getAttribute("src") + " " + img.naturalWidth + "x" + img.naturalHeight);
+  document.getElementById("out").textContent = lines.join("\n");
+});
+</script></body></html>`
+		if err := os.WriteFile(frame, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		dom := html.UnescapeString(string(chromium(t, "--allow-file-access-from-files", "--dump-dom", "file://"+frame)))
+		imgs := regexp.MustCompile(`IMG (\S+) (\d+)x(\d+)`).FindAllStringSubmatch(dom, -1)
+		if len(imgs) != thumbnails(group) {
+			t.Fatalf("group %q: %d images reported, want %d:\n%s", group, len(imgs), thumbnails(group), clip(dom))
+		}
+		for _, m := range imgs {
+			if m[2] == "0" || m[3] == "0" {
+				t.Errorf("group %q: %s is a broken image on the first view (%sx%s)", group, m[1], m[2], m[3])
+			}
+		}
+	}
+}
+
 // thumbnails is the number of arrays with a picture in the test's group.
 func thumbnails(group string) int {
 	if group == "" {

@@ -576,3 +576,117 @@ func TestS3MountChunkReplacedAfterTTL(t *testing.T) {
 		t.Errorf("chunk 0 after the TTL: %v; want its new bytes", err)
 	}
 }
+
+// TestS3MountPausedFirstLook freezes MinIO (SIGSTOP) under a mount with
+// --s3-timeout 3s before anything of the dataset but its root has been
+// looked at, and looks: the decoded data of an array whose metadata is
+// not read yet (a lazily read group, then chunks), a chunk object, a
+// listing and a metadata object each fail within the bound. Two seconds
+// after MinIO is back, the same mount answers each of them right: no
+// failure to reach the store is remembered, whether listings are kept
+// (--metadata-ttl 5m) or not (0).
+func TestS3MountPausedFirstLook(t *testing.T) {
+	const n, chunk = 4096, 512
+	dir, _ := genCodecArrays(t, n, chunk)
+	// An attributes object that nothing reads before it is looked at.
+	if err := os.WriteFile(filepath.Join(dir, "tree", "lz4", ".zattrs"), []byte(`{"units": "m"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	read := func(path string) func() ([]byte, error) {
+		return func() ([]byte, error) { return os.ReadFile(path) }
+	}
+	for _, ttl := range []string{"5m", "0"} {
+		t.Run("ttl "+ttl, func(t *testing.T) {
+			m := startNetMount(t, dir, []string{"zstd"}, 0, "--s3-timeout", faultTimeout.String(), "--metadata-ttl", ttl)
+			mnt := m.d.mnt
+			stored := func(rel string) []byte {
+				b, err := os.ReadFile(filepath.Join(dir, "tree", rel))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return b
+			}
+			ops := []struct {
+				what string
+				op   func() ([]byte, error)
+				want []byte
+			}{
+				{"cat zstd/data", read(filepath.Join(mnt, "zstd", "data")), m.want["zstd"]},
+				{"cat zlib/3", read(filepath.Join(mnt, "zlib", "3")), stored("zlib/3")},
+				{"cat lz4/.zattrs", read(filepath.Join(mnt, "lz4", ".zattrs")), stored("lz4/.zattrs")},
+				{"ls gzip", func() ([]byte, error) {
+					entries, err := os.ReadDir(filepath.Join(mnt, "gzip"))
+					var names []string
+					for _, e := range entries {
+						names = append(names, e.Name())
+					}
+					return []byte(strings.Join(names, " ")), err
+				}, nil},
+			}
+
+			// The root is looked at (its time found): each command
+			// below then makes one request that needs the store, which
+			// --s3-timeout bounds.
+			if _, err := os.Stat(mnt); err != nil {
+				t.Fatal(err)
+			}
+			m.srv.Pause(t)
+			paused := true
+			defer func() {
+				if paused {
+					m.srv.Resume(t)
+				}
+			}()
+			type result struct {
+				what    string
+				err     error
+				elapsed time.Duration
+			}
+			results := make(chan result, len(ops))
+			for _, o := range ops {
+				go func() {
+					start := time.Now()
+					_, err := o.op()
+					results <- result{o.what, err, time.Since(start)}
+				}()
+			}
+			bound := faultTimeout + 2*time.Second
+			for range ops {
+				select {
+				case r := <-results:
+					t.Logf("%s with the server stopped: %v after %v", r.what, r.err, r.elapsed.Round(time.Millisecond))
+					if !errors.Is(r.err, syscall.EIO) {
+						t.Errorf("%s with the server stopped: %v; want EIO", r.what, r.err)
+					}
+					if r.elapsed > bound {
+						t.Errorf("%s answered after %v; want within --s3-timeout + 2 s = %v", r.what, r.elapsed, bound)
+					}
+				case <-time.After(hangLimit):
+					t.Fatalf("no answer within %v with the server stopped", hangLimit)
+				}
+			}
+
+			m.srv.Resume(t)
+			paused = false
+			// The issue's target: a read 2 s after the server is back
+			// succeeds (no back-off stays shut longer).
+			time.Sleep(2 * time.Second)
+			for _, o := range ops {
+				got, err := o.op()
+				switch {
+				case err != nil:
+					t.Errorf("%s after the server is back: %v", o.what, err)
+				case o.want == nil:
+					if !strings.Contains(" "+string(got)+" ", " .zarray ") || !strings.Contains(" "+string(got)+" ", " data ") {
+						t.Errorf("%s after the server is back: %q; want .zarray, data and the chunks", o.what, got)
+					}
+				case !bytes.Equal(got, o.want):
+					t.Errorf("%s after the server is back: %d bytes%s", o.what, len(got), firstDiff(got, o.want, 1))
+				}
+			}
+			if m.d.exited() {
+				t.Fatalf("the daemon exited:\n%s", clip(m.d.output.String()))
+			}
+		})
+	}
+}

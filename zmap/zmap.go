@@ -39,8 +39,10 @@ type Entry struct {
 	// it (a file's mtime, a zip entry's time, S3's LastModified in whole
 	// seconds); zero for a Dir entry, or when the store records none.
 	ModTime time.Time
-	// ETag is the store's identity of the object's content, without
-	// quotes; empty when the store gives none.
+	// ETag is the store's identity of the object's content (S3's,
+	// GCS's or Azure's ETag, without quotes): a rewritten object has
+	// another. Empty for a Dir entry, or when the store gives none;
+	// the size and ModTime then stand for it (zmap/diskcache).
 	ETag string
 }
 

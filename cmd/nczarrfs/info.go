@@ -46,7 +46,11 @@ func runInfo(c *cli.Context) error {
 		if ds.Array(p) == nil {
 			return fmt.Errorf("%s: no such array (nczarrfs ls lists them)", c.Args().Get(1))
 		}
-		out, err = describe.Info(ctx, ds, p)
+		var c *describe.Classic
+		if ds.Group(describe.ParentGroup(p)) != nil {
+			c, _ = describe.NewClassic(ctx, ds, describe.ParentGroup(p))
+		}
+		out, err = describe.InfoIn(ctx, ds, p, c)
 	}
 	if err != nil {
 		return err

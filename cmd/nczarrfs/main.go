@@ -34,6 +34,8 @@ func commands() []*cli.Command {
 		headerCommand(),
 		catCommand(),
 		previewCommand(),
+		csiCommand(),
+		exportCommand(),
 		completionCommand(),
 	}
 }
@@ -82,6 +84,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 nczarrfs SOURCE MOUNTPOINT [-o opt1,opt2=value]   (mount helper form, as mount(8) runs it)
 nczarrfs unmount MOUNTPOINT
 nczarrfs ls|info|header|cat [options] SOURCE ...  (read without mounting)
+nczarrfs csi --endpoint unix:///PATH/csi.sock --node-id NAME  (Kubernetes CSI node plugin)
 nczarrfs help [COMMAND]`,
 		Description: `Examples:
    nczarrfs mount /data/run42.zip /mnt/run42 &

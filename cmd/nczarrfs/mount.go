@@ -68,7 +68,7 @@ Examples:
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log format: text or json"},
 			&cli.BoolFlag{Name: "debug", Usage: "log debug messages and every FUSE request"},
 			&cli.BoolFlag{Name: "page-cache", Usage: "serve data and data.npy through the kernel's page cache: faster for programs that read a few KiB at a time or read the same bytes again, slower for large reads"},
-			&cli.StringFlag{Name: "metrics-addr", Usage: "serve Prometheus metrics on http://HOST:PORT/metrics, and /healthz and /readyz for probes (a port alone, :9100, listens on 127.0.0.1)"},
+			&cli.StringFlag{Name: "metrics-addr", Usage: "serve Prometheus metrics on http://HOST:PORT/metrics, and /healthz and /readyz for probes (a port alone, :9100, listens on 127.0.0.1; unix:PATH on a Unix socket)"},
 			metadataTTLFlag(),
 			// Set by the mount helper form: no "mounted" line for mount(8).
 			&cli.BoolFlag{Name: "mount-helper", Hidden: true},
@@ -231,7 +231,7 @@ func runMount(c *cli.Context) error {
 		serving, stopServing := context.WithCancel(context.Background())
 		defer stopServing()
 		go metrics.Serve(serving, metricsLn, metrics.Handler(mountStats, mounted.Load), log)
-		url := "http://" + metricsLn.Addr().String() + "/metrics"
+		url := metrics.URL(metricsLn)
 		if logs.file != nil {
 			log.Info("serving metrics", "url", url)
 		}

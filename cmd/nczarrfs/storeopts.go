@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/nczarrfs/nczarrfs/zmap"
+	"github.com/nczarrfs/nczarrfs/zmap/diskcache"
 	"github.com/nczarrfs/nczarrfs/zmap/listcache"
 	"github.com/nczarrfs/nczarrfs/zmap/s3"
 	"github.com/nczarrfs/nczarrfs/zmap/source"
@@ -50,7 +51,9 @@ func parseTTL(s string) (time.Duration, error) {
 // metadata for ttl (zmap/listcache): a distant store is listed flat when
 // it holds at most listcache.DefaultFlatLimit keys, and a listed folder's
 // sub-folders are listed in the background, unless listing a folder costs
-// a request per chunk (a web server that cannot be listed, zmap/http).
+// a request per chunk (a web server that cannot be listed, zmap/http). A
+// --cache-dir folder under it takes the identity of objects from those
+// listings.
 func keepListings(store zmap.Store, ttl time.Duration, log *slog.Logger) *listcache.Store {
 	opts := listcache.Options{TTL: ttl, Logger: log}
 	if r, ok := zmap.As[interface{ Remote() bool }](store); ok && r.Remote() {
@@ -60,7 +63,12 @@ func keepListings(store zmap.Store, ttl time.Duration, log *slog.Logger) *listca
 	if p, ok := zmap.As[interface{ ListsByProbing() bool }](store); ok && p.ListsByProbing() {
 		opts.Prefetch = 0
 	}
-	return listcache.New(store, opts)
+	lc := listcache.New(store, opts)
+	if dc, ok := zmap.As[*diskcache.Store](store); ok {
+		// --cache-dir names objects by the ETags of the kept listings.
+		dc.SetListing(lc, ttl)
+	}
+	return lc
 }
 
 // remoteFlags are the flags that say how to reach a remote store, shared

@@ -44,6 +44,11 @@ var help = map[string]string{
 	"disk_cache_hits":        "Store reads that --cache-dir served.",
 	"disk_cache_misses":      "Store reads that --cache-dir sent on to the store.",
 	"disk_cache_written":     "Objects --cache-dir kept.",
+	"kernel_lookups":         "LOOKUP requests of the kernel that the daemon answered.",
+	"kernel_opendirs":        "OPENDIR requests of the kernel that the daemon answered.",
+	"kernel_readdirs":        "Folder listings the daemon gave the kernel (none when the kernel's cache of the folder answered).",
+	"kernel_xattrs":          "GETXATTR and LISTXATTR requests of the kernel that the daemon answered.",
+	"disk_cache_checked":     "Objects whose ETag --cache-dir asked of the store (HEAD): no kept listing held it.",
 }
 
 // Collector is a prometheus.Collector of one mount's stats.
@@ -86,6 +91,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	if snap.Disk != nil {
 		collectFields(ch, "disk_cache", reflect.ValueOf(*snap.Disk))
 	}
+	collectFields(ch, "kernel", reflect.ValueOf(snap.Kernel))
 	for kind, n := range snap.Errors {
 		ch <- prometheus.MustNewConstMetric(errorsDesc, prometheus.CounterValue, float64(n), kind)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -119,7 +120,7 @@ func fromStats(t *testing.T, js []byte) map[string]float64 {
 		}
 		return "nczarrfs_" + part + "_" + field + "_total"
 	}
-	for _, part := range []string{"store", "cache", "disk_cache"} {
+	for _, part := range []string{"store", "cache", "disk_cache", "kernel"} {
 		fields, _ := snap[part].(map[string]any)
 		for field, v := range fields {
 			switch v := v.(type) {
@@ -262,6 +263,53 @@ func TestListen(t *testing.T) {
 			t.Errorf("Listen(%q) listens on %s, want host %s", tt.addr, ln.Addr(), tt.wantHost)
 		}
 		ln.Close()
+	}
+}
+
+// TestListenUnix listens on a Unix socket (the CSI plugin reads each
+// volume's metrics there): served, readable by the user only, and a
+// socket file left by a killed daemon is replaced.
+func TestListenUnix(t *testing.T) {
+	dir, err := os.MkdirTemp("", "metrics-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "m.sock")
+	for i := 0; i < 2; i++ {
+		ln, err := Listen("unix:" + path)
+		if err != nil {
+			t.Fatalf("Listen(unix:%s), time %d: %v", path, i+1, err)
+		}
+		if got, want := URL(ln), "unix:"+path; got != want {
+			t.Errorf("URL = %q, want %q", got, want)
+		}
+		if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("socket mode %v (%v), want 0600", fi.Mode(), err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		go Serve(ctx, ln, Handler(busyMount(t), func() bool { return true }), slog.New(slog.DiscardHandler))
+		client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", path)
+		}}}
+		resp, err := client.Get("http://volume/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(body), "nczarrfs_store_objects_total") {
+			t.Errorf("GET /metrics on the socket: %d %.200q", resp.StatusCode, body)
+		}
+		client.CloseIdleConnections()
+		cancel()
+		// The first time round, leave the socket file as a killed daemon
+		// does; Listen replaces it the second time.
+		ln.(*net.UnixListener).SetUnlinkOnClose(false)
+		ln.Close()
+	}
+	if _, err := Listen("unix:"); err == nil {
+		t.Errorf("Listen(unix:) with no path: no error")
 	}
 }
 

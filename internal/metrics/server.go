@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,8 +27,13 @@ const StuckAfter = time.Minute
 // host (":9100") listens on 127.0.0.1: the counters name the dataset and
 // its keys, so they stay on the machine unless the address says
 // otherwise (0.0.0.0:9100, [::]:9100, or an interface's address). Port 0
-// picks a free port; the listener's Addr says which.
+// picks a free port; the listener's Addr says which. unix:PATH listens on
+// a Unix socket, readable by the user only (the CSI plugin reads each
+// volume's metrics there); a socket file left there is replaced.
 func Listen(addr string) (net.Listener, error) {
+	if path, ok := strings.CutPrefix(addr, "unix:"); ok {
+		return listenUnix(path)
+	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("%q is not HOST:PORT (try 127.0.0.1:9100)", addr)
@@ -42,6 +49,33 @@ func Listen(addr string) (net.Listener, error) {
 		return nil, fmt.Errorf("listening on %s: %w", addr, err)
 	}
 	return ln, nil
+}
+
+func listenUnix(path string) (net.Listener, error) {
+	if path == "" {
+		return nil, errors.New("unix: needs a socket path (unix:/run/nczarrfs/metrics.sock)")
+	}
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
+		os.Remove(path)
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listening on unix:%s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("listening on unix:%s: %w", path, err)
+	}
+	return ln, nil
+}
+
+// URL is where ln serves /metrics: http://HOST:PORT/metrics, or
+// unix:PATH for a Unix socket.
+func URL(ln net.Listener) string {
+	if ln.Addr().Network() == "unix" {
+		return "unix:" + ln.Addr().String()
+	}
+	return "http://" + ln.Addr().String() + "/metrics"
 }
 
 // Handler serves m's metrics on /metrics (with the Go runtime's and the

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nczarrfs/nczarrfs/cache"
@@ -28,6 +29,9 @@ type Mount struct {
 	Cache *cache.Cache
 	// Disk is the folder of --cache-dir; nil when there is none.
 	Disk *diskcache.Store
+	// Kernel counts the kernel's requests that the daemon answered,
+	// of the kinds its caches may spare (see Kernel).
+	Kernel Kernel
 
 	errorsOnce sync.Once
 	errors     *ErrorLog
@@ -52,6 +56,8 @@ type Snapshot struct {
 	// Disk counts the reads --cache-dir served (hits), those that went
 	// to the store (misses), and the objects it kept (written).
 	Disk *DiskSnapshot `json:"disk_cache,omitempty"`
+	// Kernel counts the kernel's requests the daemon answered.
+	Kernel KernelSnapshot `json:"kernel"`
 	// Errors counts the failures returned to users, by kind (see
 	// ErrorLog.Add); kinds that never happened are absent.
 	Errors map[string]int64 `json:"errors"`
@@ -77,16 +83,40 @@ type CacheSnapshot struct {
 	Budget   int64 `json:"budget"`
 }
 
-// DiskSnapshot is diskcache.Stats.
+// Kernel counts the kernel's FUSE requests that reached the daemon, of
+// the kinds the kernel's caches of names, attributes and folder entries
+// spare within --metadata-ttl: what a second ls -lR costs.
+type Kernel struct {
+	Lookups, Opendirs, Readdirs, Xattrs atomic.Int64
+}
+
+// KernelSnapshot is Kernel, now. Readdirs counts the listings the daemon
+// gave the kernel for an open folder (none when the kernel answered
+// from its cache of the folder's entries); Xattrs the getxattr and
+// listxattr requests.
+type KernelSnapshot struct {
+	Lookups  int64 `json:"lookups"`
+	Opendirs int64 `json:"opendirs"`
+	Readdirs int64 `json:"readdirs"`
+	Xattrs   int64 `json:"xattrs"`
+}
+
+// DiskSnapshot is diskcache.Stats. Checked counts the objects whose
+// identity (ETag) was asked of the store with a HEAD, because no kept
+// listing held it.
 type DiskSnapshot struct {
 	Hits    int64 `json:"hits"`
 	Misses  int64 `json:"misses"`
 	Written int64 `json:"written"`
+	Checked int64 `json:"checked"`
 }
 
 // Snapshot reads every counter now.
 func (m *Mount) Snapshot() Snapshot {
-	s := Snapshot{Source: m.Source, Errors: m.Errors().Counts()}
+	s := Snapshot{Source: m.Source, Errors: m.Errors().Counts(), Kernel: KernelSnapshot{
+		Lookups: m.Kernel.Lookups.Load(), Opendirs: m.Kernel.Opendirs.Load(),
+		Readdirs: m.Kernel.Readdirs.Load(), Xattrs: m.Kernel.Xattrs.Load(),
+	}}
 	if m.Store != nil {
 		st := m.Store.Snapshot()
 		s.Store = &st
@@ -102,7 +132,7 @@ func (m *Mount) Snapshot() Snapshot {
 	}
 	if m.Disk != nil {
 		ds := m.Disk.Stats()
-		s.Disk = &DiskSnapshot{Hits: ds.Hits, Misses: ds.Misses, Written: ds.Written}
+		s.Disk = &DiskSnapshot{Hits: ds.Hits, Misses: ds.Misses, Written: ds.Written, Checked: ds.Checked}
 	}
 	return s
 }

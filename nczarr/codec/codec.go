@@ -108,7 +108,6 @@ var unsupported = map[string]string{
 	"pickle":          "pickled Python objects cannot be read without Python",
 	"json":            "the JSON object codec of numcodecs before 0.6 is not implemented",
 	"msgpack":         "the MessagePack object codec of numcodecs before 0.6 is not implemented",
-	"pcodec":          "pcodec has no Go decoder",
 	"zfpy":            "ZFP is not implemented",
 	"jenkins_lookup3": "the Jenkins lookup3 checksum is not implemented",
 	"szip":            "SZIP (CCSDS AEC) is not implemented",

@@ -58,6 +58,12 @@ type Array struct {
 	// Attrs are the user's attributes (.zattrs, or zarr.json's
 	// "attributes"), as decoded JSON; nil when there are none.
 	Attrs map[string]any
+	// AttrList is Attrs in stored order, each value's bytes as written
+	// (ParseAttrs, ParseAttrsV3), which netCDF's typed attributes need;
+	// AttrErr says why the attributes could not be read (the array is
+	// still read).
+	AttrList []Member
+	AttrErr  error
 	// Doc is the document (.zarray or zarr.json) as decoded JSON: NCZarr
 	// keeps annotations there too.
 	Doc map[string]any

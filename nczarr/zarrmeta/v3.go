@@ -129,6 +129,31 @@ func ParsePipeline(codecs []Codec, shape []int64, dt dtype.DType) (*Pipeline, er
 			default:
 				return nil, fmt.Errorf("codec bytes: endian %q is not little or big", cfg.Endian)
 			}
+		case "numcodecs.pcodec":
+			// An array-to-bytes codec: pco turns the numbers into bytes
+			// itself, so it is the chain's innermost step and its output
+			// is the chunk in little-endian order.
+			if phase != 0 {
+				return nil, fmt.Errorf("two array-to-bytes codecs")
+			}
+			phase = 1
+			cfg, err := codec.V3Config(c.Name, c.Config)
+			if err != nil {
+				return nil, err
+			}
+			bytesToBytes = append(bytesToBytes, cfg)
+		case "vlen-utf8", "vlen-bytes", "numcodecs.vlen-utf8", "numcodecs.vlen-bytes":
+			// The inner codec of a shard of a variable-length type (a
+			// shard's own: an unsharded array's is read by v3Elems).
+			if phase != 0 {
+				return nil, fmt.Errorf("two array-to-bytes codecs")
+			}
+			phase = 1
+			want := vlenCodec(dt)
+			if name := strings.TrimPrefix(c.Name, "numcodecs."); dt.Kind != 'O' || name != want {
+				return nil, fmt.Errorf("codec %s does not fit data_type %s", c.Name, dt.Str)
+			}
+			p.Elems = &Elems{Codec: want}
 		case "sharding_indexed":
 			if phase != 0 {
 				return nil, fmt.Errorf("two array-to-bytes codecs")
@@ -141,7 +166,7 @@ func ParsePipeline(codecs []Codec, shape []int64, dt dtype.DType) (*Pipeline, er
 			p.Shard = s
 		default:
 			if phase == 0 {
-				return nil, fmt.Errorf("codec %q comes before the array-to-bytes codec (bytes or sharding_indexed), where only transpose may", c.Name)
+				return nil, fmt.Errorf("codec %q comes before the array-to-bytes codec (bytes, sharding_indexed or numcodecs.pcodec), where only transpose may", c.Name)
 			}
 			cfg, err := codec.V3Config(c.Name, c.Config)
 			if err != nil {
@@ -151,9 +176,24 @@ func ParsePipeline(codecs []Codec, shape []int64, dt dtype.DType) (*Pipeline, er
 		}
 	}
 	if phase == 0 {
-		return nil, fmt.Errorf("codecs %v have no array-to-bytes codec (bytes or sharding_indexed)", Names(codecs))
+		return nil, fmt.Errorf("codecs %v have no array-to-bytes codec (bytes, sharding_indexed or numcodecs.pcodec)", Names(codecs))
+	}
+	if dt.Kind == 'O' && p.Elems == nil && p.Shard == nil {
+		return nil, fmt.Errorf("data_type %s needs %s as its array-to-bytes codec; codecs are %v", dt.Str, vlenCodec(dt), Names(codecs))
 	}
 	var err error
+	if p.Elems != nil {
+		// Element codecs decode whole chunks into elements; the
+		// bytes-to-bytes codecs run before them, one by one.
+		for _, cfg := range bytesToBytes {
+			step, err := codec.Lookup(cfg)
+			if err != nil {
+				return nil, err
+			}
+			p.Elems.Steps = append(p.Elems.Steps, step)
+		}
+		bytesToBytes = nil
+	}
 	if p.Chain, err = codec.NewChain(bytesToBytes, nil, codec.ItemSize(dt.Size)); err != nil {
 		return nil, err
 	}
@@ -365,9 +405,9 @@ func ParseV3(doc map[string]any) (*Array, error) {
 // variable_length_bytes, bytes): its array-to-bytes codec is vlen-utf8 or
 // vlen-bytes, the rest bytes-to-bytes codecs.
 func (m *Array) v3Elems(dt dtype.DType) error {
-	want := "vlen-bytes"
-	if dt.Str == "string" {
-		want = "vlen-utf8"
+	want := vlenCodec(dt)
+	if len(m.Codecs) > 0 && m.Codecs[0].Name == "sharding_indexed" {
+		return m.v3ShardedElems(dt)
 	}
 	if len(m.Codecs) == 0 || strings.TrimPrefix(m.Codecs[0].Name, "numcodecs.") != want {
 		return fmt.Errorf("data_type %s needs %s as its first codec; codecs are %v", dt.Str, want, Names(m.Codecs))
@@ -392,6 +432,47 @@ func (m *Array) v3Elems(dt dtype.DType) error {
 	}
 	m.DType, m.Chunks, m.Inner = dt, m.Grid, m.Grid
 	m.Pipeline = &Pipeline{Elems: e}
+	return nil
+}
+
+// vlenCodec is the element codec of a variable-length data type:
+// vlen-utf8 for string, vlen-bytes for the bytes types.
+func vlenCodec(dt dtype.DType) string {
+	if dt.Str == "string" {
+		return "vlen-utf8"
+	}
+	return "vlen-bytes"
+}
+
+// v3ShardedElems sets up a variable-length array stored in shards: the
+// element codec is the shards' inner array-to-bytes codec (through
+// nested shards too), and the read path decodes each inner chunk into
+// elements as it does an unsharded chunk. Transposes and bytes-to-bytes
+// codecs around the shards are not supported.
+func (m *Array) v3ShardedElems(dt dtype.DType) error {
+	pipe, err := ParsePipeline(m.Codecs, m.Grid, dt)
+	if err != nil {
+		return err
+	}
+	if len(pipe.Perms) > 0 || len(pipe.Whole) > 0 {
+		return fmt.Errorf("codecs %v: transpose before or bytes-to-bytes codecs after sharding_indexed are not supported for data_type %s", Names(m.Codecs), dt.Str)
+	}
+	chunks, leaf := m.Grid, pipe
+	for leaf.Shard != nil {
+		chunks, leaf = leaf.Shard.Chunks, leaf.Shard.Inner
+		if len(leaf.Perms) > 0 {
+			return fmt.Errorf("codecs %v: transpose inside sharding_indexed is not supported for data_type %s", Names(m.Codecs), dt.Str)
+		}
+	}
+	if leaf.Elems == nil {
+		return fmt.Errorf("data_type %s needs %s as the shards' array-to-bytes codec; codecs are %v", dt.Str, vlenCodec(dt), Names(m.Codecs))
+	}
+	if s, ok := m.Fill.(string); ok && leaf.Elems.Codec == "vlen-bytes" {
+		if _, ok := dtype.Base64(s); !ok {
+			return fmt.Errorf("fill_value %q is not base64", s)
+		}
+	}
+	m.DType, m.Chunks, m.Inner, m.Pipeline = dt, chunks, chunks, pipe
 	return nil
 }
 

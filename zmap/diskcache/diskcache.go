@@ -9,18 +9,33 @@
 // and sizes pass through too: the dataset's metadata is read once per
 // mount anyway.
 //
+// A cache file is named by the dataset, the object's key and what the
+// store says identifies the object's content: its ETag, else its size and
+// modification time (version). That identity is taken from the kept
+// listing of the object's folder (SetListing: zmap/listcache, whose S3
+// listings carry ETags), with no request; where no listing holds the
+// object it is asked of the store (a Stat, S3's HEAD) and believed for
+// Options.TTL. A rewritten object has another identity, so another file:
+// no read serves a rewritten object once the listing or the identity it
+// read is older than the TTL, in this mount or any other sharing the
+// folder. An object fetched is kept only when its bytes agree with the
+// identity it was fetched under (its size, and the MD5 that a plain S3
+// ETag is), so that an object rewritten between the listing and the read
+// is not kept under its old identity.
+//
 // Several processes may share one folder. Each object is written to a
 // temporary file and renamed into place, so a reader sees a whole object
 // or none; eviction deletes the least recently used files (by their
 // modification time, which a hit refreshes) until the folder is under
 // its budget again, and a file deleted under a reader is a miss, not an
-// error. The store is treated as immutable, as everywhere in nczarrfs:
-// objects are named by the dataset's identity and their key only, so a
-// changed object reads stale until its cache file is evicted or removed.
+// error. The files of objects that were rewritten are never read again,
+// and go first.
 package diskcache
 
 import (
+	"bytes"
 	"context"
+	"crypto/md5"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -51,6 +66,16 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// Listing says, with no request, what a kept listing holds of an object
+// (zmap/listcache.Store.Cached): ok is false when no fresh listing of its
+// folder holds it.
+type Listing interface {
+	Cached(key string) (e zmap.Entry, ok bool)
+}
+
+// maxSeen bounds the identities a Store remembers from Stat.
+const maxSeen = 1 << 16
+
 // DefaultMaxBytes is the budget of a cache folder when none is given.
 const DefaultMaxBytes = 10 << 30
 
@@ -68,7 +93,18 @@ type Store struct {
 	used     atomic.Int64 // bytes in root, as last counted plus added since
 	evicting sync.Mutex   // one eviction scan at a time in this process
 
-	hits, misses, written atomic.Int64
+	mu      sync.Mutex
+	listing Listing              // GUARDED_BY(mu): nil when none
+	ttl     time.Duration        // GUARDED_BY(mu): how long seen is believed
+	seen    map[string]seenEntry // GUARDED_BY(mu): identities from Stat, by key
+
+	hits, misses, written, checked atomic.Int64
+}
+
+// seenEntry is an object's entry as a Stat gave it, at at.
+type seenEntry struct {
+	e  zmap.Entry
+	at time.Time
 }
 
 var _ zmap.Store = (*Store)(nil)
@@ -90,6 +126,7 @@ func New(inner zmap.Store, dir, id string, opts Options) (*Store, error) {
 		dir:   filepath.Join(dir, hex.EncodeToString(sum[:12])),
 		max:   opts.MaxBytes,
 		log:   opts.Logger,
+		seen:  map[string]seenEntry{},
 	}
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("diskcache: %w", err)
@@ -101,16 +138,99 @@ func New(inner zmap.Store, dir, id string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// path is the cache file of key.
-func (s *Store) path(key string) string {
-	sum := sha256.Sum256([]byte(key))
+// SetListing makes s take the identity of objects from l, the kept
+// listings of the store that wraps s (zmap/listcache), before it asks the
+// store, and believe what the store said for ttl (the mount's
+// --metadata-ttl; math.MaxInt64 for ever). Until it is called, the store
+// is asked at every read.
+func (s *Store) SetListing(l Listing, ttl time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.listing, s.ttl = l, ttl
+}
+
+// version is what identifies the content of the object e describes: its
+// ETag, else its size and modification time; "" when the store says
+// neither.
+func version(e zmap.Entry) string {
+	switch {
+	case e.ETag != "":
+		return "etag " + e.ETag
+	case !e.ModTime.IsZero():
+		return fmt.Sprintf("size %d time %d", e.Size, e.ModTime.UnixNano())
+	}
+	return ""
+}
+
+// identify returns the entry of key: from the kept listing, else from a
+// Stat not older than the TTL, else from a new Stat.
+func (s *Store) identify(ctx context.Context, key string) (zmap.Entry, error) {
+	s.mu.Lock()
+	l, ttl := s.listing, s.ttl
+	se, ok := s.seen[key]
+	s.mu.Unlock()
+	if l != nil {
+		if e, ok := l.Cached(key); ok {
+			return e, nil
+		}
+	}
+	if ok && time.Since(se.at) < ttl {
+		return se.e, nil
+	}
+	at := time.Now()
+	s.checked.Add(1)
+	e, err := s.inner.Stat(ctx, key)
+	if err != nil {
+		return zmap.Entry{}, err
+	}
+	if ttl > 0 {
+		s.mu.Lock()
+		if len(s.seen) >= maxSeen {
+			clear(s.seen) // rare, and costs one Stat per object read again
+		}
+		s.seen[key] = seenEntry{e: e, at: at}
+		s.mu.Unlock()
+	}
+	return e, nil
+}
+
+// matches reports whether data may be the content of the object e
+// describes: its size, and its MD5 when the ETag is one (an object
+// written in one part, without SSE-KMS).
+func matches(e zmap.Entry, data []byte) bool {
+	if int64(len(data)) != e.Size {
+		return false
+	}
+	if len(e.ETag) == 2*md5.Size {
+		if want, err := hex.DecodeString(e.ETag); err == nil {
+			sum := md5.Sum(data)
+			return bytes.Equal(sum[:], want)
+		}
+	}
+	return true
+}
+
+// path is the cache file of the version v of key.
+func (s *Store) path(key, v string) string {
+	sum := sha256.Sum256([]byte(key + "\x00" + v))
 	h := hex.EncodeToString(sum[:16])
 	return filepath.Join(s.dir, h[:2], h[2:])
 }
 
 // Get returns the object, from the cache folder when it is there.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
-	if data, ok := s.readFile(key); ok {
+	if !zmap.ValidKey(key) {
+		return s.inner.Get(ctx, key)
+	}
+	e, err := s.identify(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	v := version(e)
+	if v == "" {
+		return s.inner.Get(ctx, key)
+	}
+	if data, ok := s.readFile(key, v); ok {
 		return data, nil
 	}
 	s.misses.Add(1)
@@ -118,7 +238,9 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.put(key, data)
+	if matches(e, data) {
+		s.put(key, v, data)
+	}
 	return data, nil
 }
 
@@ -126,13 +248,24 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 // the store, caching the object when the read reached its end from
 // offset 0, that is when it fetched the whole object.
 func (s *Store) ReadAt(ctx context.Context, key string, p []byte, off int64) (int, error) {
-	if n, err, ok := s.readFileAt(key, p, off); ok {
+	if !zmap.ValidKey(key) || off < 0 {
+		return s.inner.ReadAt(ctx, key, p, off)
+	}
+	e, err := s.identify(ctx, key)
+	if err != nil {
+		return 0, err
+	}
+	v := version(e)
+	if v == "" {
+		return s.inner.ReadAt(ctx, key, p, off)
+	}
+	if n, err, ok := s.readFileAt(key, v, p, off); ok {
 		return n, err
 	}
 	s.misses.Add(1)
 	n, err := s.inner.ReadAt(ctx, key, p, off)
-	if off == 0 && err == io.EOF {
-		s.put(key, p[:n])
+	if off == 0 && err == io.EOF && matches(e, p[:n]) {
+		s.put(key, v, p[:n])
 	}
 	return n, err
 }
@@ -147,11 +280,8 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // readFile returns the cached object and true, or false when it is not
 // cached (or its file cannot be read or is damaged: the store is asked
 // then).
-func (s *Store) readFile(key string) ([]byte, bool) {
-	if !zmap.ValidKey(key) {
-		return nil, false
-	}
-	name := s.path(key)
+func (s *Store) readFile(key, v string) ([]byte, bool) {
+	name := s.path(key, v)
 	data, err := os.ReadFile(name)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
@@ -171,11 +301,8 @@ func (s *Store) readFile(key string) ([]byte, bool) {
 // readFileAt is ReadAt from the cache file, with ok false when the object
 // is not cached. A read of the whole object verifies its checksum; a
 // partial read verifies its length.
-func (s *Store) readFileAt(key string, p []byte, off int64) (n int, err error, ok bool) {
-	if !zmap.ValidKey(key) || off < 0 {
-		return 0, nil, false
-	}
-	name := s.path(key)
+func (s *Store) readFileAt(key, v string, p []byte, off int64) (n int, err error, ok bool) {
+	name := s.path(key, v)
 	f, err := os.Open(name)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
@@ -249,13 +376,14 @@ func (s *Store) hit(name string) {
 	_ = os.Chtimes(name, now, now) // best effort: it only orders eviction
 }
 
-// put writes an object to the cache folder: into a temporary file, then
-// renamed into place, so that no reader sees part of it.
-func (s *Store) put(key string, data []byte) {
-	if !zmap.ValidKey(key) || len(data) > maxObject || int64(len(data)) > s.max/8 {
+// put writes the version v of an object to the cache folder: into a
+// temporary file, then renamed into place, so that no reader sees part of
+// it.
+func (s *Store) put(key, v string, data []byte) {
+	if len(data) > maxObject || int64(len(data)) > s.max/8 {
 		return
 	}
-	name := s.path(key)
+	name := s.path(key, v)
 	if err := os.MkdirAll(filepath.Dir(name), 0o700); err != nil {
 		s.log.Warn("diskcache: cannot cache", "key", key, "err", err)
 		return
@@ -348,13 +476,14 @@ func (s *Store) evict() error {
 
 // Stats are a Store's counters.
 type Stats struct {
-	Hits, Misses, Written int64
+	Hits, Misses, Written, Checked int64
 }
 
 // Stats returns the counters: reads served from the folder, reads that
-// went to the store, objects written to the folder.
+// went to the store, objects written to the folder, and identities asked
+// of the store (a Stat: no kept listing held the object).
 func (s *Store) Stats() Stats {
-	return Stats{Hits: s.hits.Load(), Misses: s.misses.Load(), Written: s.written.Load()}
+	return Stats{Hits: s.hits.Load(), Misses: s.misses.Load(), Written: s.written.Load(), Checked: s.checked.Load()}
 }
 
 // Size, Stat and Search ask the store.

@@ -3,6 +3,8 @@ package diskcache_test
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"io/fs"
@@ -18,10 +20,16 @@ import (
 	"github.com/nczarrfs/nczarrfs/zmap/file"
 )
 
-// counting is a real store that counts the reads that reach it.
+// counting is a real store that counts the reads and stats that reach it.
 type counting struct {
 	zmap.Store
-	reads atomic.Int64
+	dir          string // the folder it reads, when made by objects
+	reads, stats atomic.Int64
+}
+
+func (c *counting) Stat(ctx context.Context, key string) (zmap.Entry, error) {
+	c.stats.Add(1)
+	return c.Store.Stat(ctx, key)
 }
 
 func (c *counting) Get(ctx context.Context, key string) ([]byte, error) {
@@ -55,7 +63,7 @@ func objects(t *testing.T, n, size int) (*counting, map[string][]byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &counting{Store: st}, want
+	return &counting{Store: st, dir: dir}, want
 }
 
 func TestGetAndReadAtFromCache(t *testing.T) {
@@ -270,4 +278,108 @@ func folderBytes(t *testing.T, dir string) int64 {
 		return nil
 	})
 	return total
+}
+
+// listing is a kept listing: the entries it holds, by key.
+type listing map[string]zmap.Entry
+
+func (l listing) Cached(key string) (zmap.Entry, bool) {
+	e, ok := l[key]
+	return e, ok
+}
+
+// etagOf is the ETag S3 gives an object written in one part.
+func etagOf(data []byte) string {
+	sum := md5.Sum(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// TestRewrittenObjectIsNotServed rewrites a cached object in the store:
+// once the identity the cache read is older than the TTL (here 0: every
+// read), the same Store and a new one over the same folder read the new
+// bytes, and the new version is cached in turn.
+func TestRewrittenObjectIsNotServed(t *testing.T) {
+	ctx := context.Background()
+	inner, want := objects(t, 2, 3000)
+	dir := t.TempDir()
+	s, err := diskcache.New(inner, dir, "ds", diskcache.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if got, err := s.Get(ctx, "a/0.0"); err != nil || !bytes.Equal(got, want["a/0.0"]) {
+			t.Fatalf("Get = %d bytes, %v", len(got), err)
+		}
+	}
+	if st := s.Stats(); st.Hits != 1 || st.Written != 1 {
+		t.Fatalf("stats %+v, want 1 hit and 1 object written", st)
+	}
+	// The same size, other bytes: only the modification time tells.
+	newer := bytes.Clone(want["a/1.0"][:len(want["a/0.0"])])
+	if err := os.WriteFile(filepath.Join(inner.dir, "a", "0.0"), newer, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := diskcache.New(inner, dir, "ds", diskcache.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, st := range map[string]*diskcache.Store{"the same store": s, "a new store": s2} {
+		got, err := st.Get(ctx, "a/0.0")
+		if err != nil || !bytes.Equal(got, newer) {
+			t.Errorf("%s: Get of the rewritten object = %d bytes, %v; want the new bytes", name, len(got), err)
+		}
+		buf := make([]byte, len(newer)+1)
+		n, err := st.ReadAt(ctx, "a/0.0", buf, 0)
+		if err != io.EOF || !bytes.Equal(buf[:n], newer) {
+			t.Errorf("%s: ReadAt of the rewritten object = %d bytes, %v; want the new bytes", name, n, err)
+		}
+	}
+	if st := s2.Stats(); st.Hits == 0 {
+		t.Errorf("the new version was not cached: %+v", st)
+	}
+}
+
+// TestIdentityFromListing reads objects whose kept listing gives their
+// ETag: no Stat reaches the store, and an object whose bytes do not
+// match the ETag it was read under (rewritten after the listing) is
+// served but not kept.
+func TestIdentityFromListing(t *testing.T) {
+	ctx := context.Background()
+	inner, want := objects(t, 2, 3000)
+	s, err := diskcache.New(inner, t.TempDir(), "ds", diskcache.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := listing{}
+	for key, data := range want {
+		l[key] = zmap.Entry{Name: filepath.Base(key), Size: int64(len(data)), ModTime: time.Now(), ETag: etagOf(data)}
+	}
+	stale := want["a/1.0"][:len(want["a/1.0"])-1]
+	l["a/1.0"] = zmap.Entry{Name: "1.0", Size: int64(len(stale)), ETag: etagOf(stale)}
+	s.SetListing(l, time.Hour)
+	for range 2 {
+		for key, data := range want {
+			got, err := s.Get(ctx, key)
+			if err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("Get(%s) = %d bytes, %v", key, len(got), err)
+			}
+		}
+	}
+	if n := inner.stats.Load(); n != 0 {
+		t.Errorf("%d Stat requests; want none, the listing had every ETag", n)
+	}
+	if st := s.Stats(); st.Written != 1 || st.Hits != 1 || st.Checked != 0 {
+		t.Errorf("stats %+v; want a/0.0 kept and read from the folder, a/1.0 (not its listed ETag) not kept", st)
+	}
+
+	// Without a listing, the identity a Stat gave is believed for the TTL.
+	s.SetListing(nil, time.Hour)
+	for range 3 {
+		if _, err := s.Get(ctx, "a/0.0"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := inner.stats.Load(); n != 1 {
+		t.Errorf("%d Stat requests for 3 reads within the TTL; want 1", n)
+	}
 }

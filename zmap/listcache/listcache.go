@@ -21,6 +21,7 @@
 package listcache
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -49,6 +50,11 @@ const DefaultFlatLimit = 200_000
 // maxMetaBytes bounds the metadata objects kept, all together.
 const maxMetaBytes = 256 << 20
 
+// DefaultMaxBytes bounds the listings kept, all together, unless told
+// otherwise: about 2,500,000 chunks' names, sizes, times and ETags
+// (folder.go).
+const DefaultMaxBytes = 128 << 20
+
 // Options configure New.
 type Options struct {
 	// TTL is how long a listing or metadata object is kept. 0 keeps
@@ -61,6 +67,12 @@ type Options struct {
 	// Prefetch is how many listings of the folders in a listed folder
 	// run at once in the background; 0 starts none.
 	Prefetch int
+	// MaxBytes bounds the memory the kept listings take, all together:
+	// past it the least recently used folders are forgotten (and listed
+	// again when next needed). A dataset listed flat is held whole, or,
+	// when its listing alone takes more, listed folder by folder. 0
+	// means DefaultMaxBytes.
+	MaxBytes int64
 	// Logger receives debug messages; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -75,6 +87,9 @@ type Store struct {
 
 	mu        sync.Mutex
 	dirs      map[string]*folder  // GUARDED_BY(mu): by prefix
+	lru       list.List           // GUARDED_BY(mu): of the *folder in dirs, most recently used first
+	dirBytes  int64               // GUARDED_BY(mu): what the folders in dirs take
+	forgotten int64               // GUARDED_BY(mu): folders forgotten to stay within MaxBytes
 	meta      map[string]*doc     // GUARDED_BY(mu): by key
 	metaBytes int64               // GUARDED_BY(mu)
 	listing   map[string]*call    // GUARDED_BY(mu): Searches in flight, by prefix
@@ -94,21 +109,6 @@ const (
 	flatTooLong // more keys than FlatLimit: folder by folder
 )
 
-// folder is a kept listing.
-type folder struct {
-	at      time.Time
-	entries []zmap.Entry // sorted by name
-}
-
-// find returns the entry called name.
-func (f *folder) find(name string) (zmap.Entry, bool) {
-	i, ok := slices.BinarySearchFunc(f.entries, name, func(e zmap.Entry, n string) int { return strings.Compare(e.Name, n) })
-	if !ok {
-		return zmap.Entry{}, false
-	}
-	return f.entries[i], true
-}
-
 // doc is a kept metadata object, or the answer that it is not stored.
 type doc struct {
 	at   time.Time
@@ -126,6 +126,9 @@ type call struct {
 func New(s zmap.Store, opts Options) *Store {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = DefaultMaxBytes
 	}
 	c := &Store{
 		Store:    s,
@@ -184,6 +187,7 @@ func (c *Store) known(key string) (e zmap.Entry, found, ok bool) {
 	if f == nil || !c.fresh(f.at) {
 		return zmap.Entry{}, false, false
 	}
+	c.use(f)
 	e, found = f.find(name)
 	return e, found, true
 }
@@ -397,10 +401,12 @@ func (c *Store) searchFor(ctx context.Context, prefix string, prefetch bool) ([]
 func (c *Store) keptListing(prefix string) ([]zmap.Entry, bool) {
 	c.mu.Lock()
 	f := c.dirs[prefix]
-	c.mu.Unlock()
 	if f != nil && c.fresh(f.at) {
-		return slices.Clone(f.entries), true
+		c.use(f)
+		c.mu.Unlock()
+		return f.entries(), true // a kept folder does not change
 	}
+	c.mu.Unlock()
 	if prefix == "" {
 		return nil, false
 	}
@@ -414,10 +420,14 @@ func (c *Store) keptListing(prefix string) ([]zmap.Entry, bool) {
 func (c *Store) search(ctx context.Context, prefix string, cl *call, prefetch bool) {
 	at := c.now()
 	cl.entries, cl.err = c.Store.Search(ctx, prefix)
+	var f *folder
+	if cl.err == nil && c.opts.TTL > 0 {
+		f = pack(prefix, at, cl.entries)
+	}
 	c.mu.Lock()
 	delete(c.listing, prefix)
-	if cl.err == nil && c.opts.TTL > 0 {
-		c.dirs[prefix] = &folder{at: at, entries: cl.entries}
+	if f != nil {
+		c.keep(f)
 	}
 	c.mu.Unlock()
 	close(cl.done)
@@ -517,43 +527,52 @@ func (c *Store) listFlat(ctx context.Context, relist bool) {
 	}
 	// The folders of an earlier flat listing that this one does not
 	// hold are gone.
-	c.dirs = folders(l.Entries)
-	for _, f := range c.dirs {
-		f.at = at
+	dirs := folders(l.Entries, at)
+	var total int64
+	for _, f := range dirs {
+		total += f.bytes()
+	}
+	if total > c.opts.MaxBytes {
+		c.opts.Logger.Debug("dataset's listing too large to keep whole; listing folder by folder", "bytes", total, "max", c.opts.MaxBytes)
+		c.flatState = flatTooLong
+		return
+	}
+	c.dirs = map[string]*folder{}
+	c.lru.Init()
+	c.dirBytes = 0
+	for _, f := range dirs {
+		c.keep(f)
 	}
 	c.flatState = flatHeld
 	c.opts.Logger.Debug("listed the dataset flat", "keys", len(l.Entries), "requests", l.Requests)
 }
 
-// folders turns a flat listing (keys, sorted) into the listing of every
-// folder in it; the root's is there even when empty.
-func folders(keys []zmap.Entry) map[string]*folder {
-	out := map[string]*folder{"": {}}
+// folders turns a flat listing (keys, sorted) made at at into the
+// listing of every folder in it; the root's is there even when empty.
+func folders(keys []zmap.Entry, at time.Time) map[string]*folder {
+	lists := map[string][]zmap.Entry{"": nil}
 	add := func(dir string, e zmap.Entry) {
-		f := out[dir]
-		if f == nil {
-			f = &folder{}
-			out[dir] = f
-		}
-		if n := len(f.entries); n > 0 && f.entries[n-1].Name == e.Name {
+		l := lists[dir]
+		if n := len(l); n > 0 && l[n-1].Name == e.Name {
 			return // a folder already added
 		}
-		f.entries = append(f.entries, e)
+		lists[dir] = append(l, e)
 	}
 	for _, k := range keys {
 		dir, name := splitKey(k.Name)
-		add(dir, zmap.Entry{Name: name, Size: k.Size, ModTime: k.ModTime})
+		add(dir, zmap.Entry{Name: name, Size: k.Size, ModTime: k.ModTime, ETag: k.ETag})
 		for dir != "" {
 			parent, sub := splitKey(dir)
 			add(parent, zmap.Entry{Name: sub, Dir: true})
 			dir = parent
 		}
 	}
-	for _, f := range out {
+	out := make(map[string]*folder, len(lists))
+	for dir, l := range lists {
 		// Keys sort with their folders' names in place ("a.b" before
 		// "a/x" but "a" before both): sort again, keeping one entry of
 		// each name, a folder over an object of the same name.
-		slices.SortStableFunc(f.entries, func(a, b zmap.Entry) int {
+		slices.SortStableFunc(l, func(a, b zmap.Entry) int {
 			if c := strings.Compare(a.Name, b.Name); c != 0 {
 				return c
 			}
@@ -565,7 +584,62 @@ func folders(keys []zmap.Entry) map[string]*folder {
 			}
 			return 0
 		})
-		f.entries = slices.CompactFunc(f.entries, func(a, b zmap.Entry) bool { return a.Name == b.Name })
+		l = slices.CompactFunc(l, func(a, b zmap.Entry) bool { return a.Name == b.Name })
+		out[dir] = pack(dir, at, l)
 	}
 	return out
+}
+
+// keep adds f to the kept listings, in the place of the folder's earlier
+// one, and forgets the least recently used others while they take more
+// than MaxBytes. A dataset held from a flat listing is then no longer
+// known whole: a folder not kept is listed, not taken to be empty.
+// c.mu is held.
+func (c *Store) keep(f *folder) {
+	if old := c.dirs[f.prefix]; old != nil {
+		c.forget(old)
+	}
+	c.dirs[f.prefix] = f
+	f.el = c.lru.PushFront(f)
+	c.dirBytes += f.bytes()
+	for c.dirBytes > c.opts.MaxBytes && c.lru.Len() > 1 {
+		c.forget(c.lru.Back().Value.(*folder))
+		c.forgotten++
+		if c.flatState == flatHeld {
+			c.flatState = flatNotTried
+		}
+	}
+}
+
+// forget drops the kept listing f. c.mu is held.
+func (c *Store) forget(f *folder) {
+	if c.dirs[f.prefix] == f {
+		delete(c.dirs, f.prefix)
+	}
+	if f.el != nil {
+		c.lru.Remove(f.el)
+		f.el = nil
+		c.dirBytes -= f.bytes()
+	}
+}
+
+// use marks f as just used. c.mu is held.
+func (c *Store) use(f *folder) {
+	if f.el != nil {
+		c.lru.MoveToFront(f.el)
+	}
+}
+
+// ListingStats says what the kept listings take.
+type ListingStats struct {
+	Folders   int   // listings kept
+	Bytes     int64 // the memory they take, about
+	Forgotten int64 // listings forgotten to stay within Options.MaxBytes
+}
+
+// ListingStats returns what the kept listings take now.
+func (c *Store) ListingStats() ListingStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return ListingStats{Folders: len(c.dirs), Bytes: c.dirBytes, Forgotten: c.forgotten}
 }

@@ -172,8 +172,9 @@ func wantNotFound(_ []byte, err error) error {
 
 // TestFlatListing checks, on MinIO, that a dataset within the limit is
 // listed flat once and that every folder is then answered, as the store
-// itself lists it, with no further request; past the limit folders are
-// listed one by one.
+// itself lists it, with no further request; past the limit, or when the
+// listing takes more memory than the kept listings may, folders are listed
+// one by one.
 func TestFlatListing(t *testing.T) {
 	srv := miniotest.Start(t)
 	for _, kv := range srv.Env() {
@@ -221,11 +222,12 @@ func TestFlatListing(t *testing.T) {
 
 	for _, tc := range []struct {
 		limit    int
+		maxBytes int64 // of the kept listings
 		wantFlat bool
-	}{{1000, true}, {100, false}} {
-		t.Run(fmt.Sprint("limit ", tc.limit), func(t *testing.T) {
+	}{{1000, 0, true}, {100, 0, false}, {1000, 8 << 10, false}} {
+		t.Run(fmt.Sprint("limit ", tc.limit, " max ", tc.maxBytes), func(t *testing.T) {
 			counted := stats.CountStore(st)
-			c := listcache.New(counted, listcache.Options{TTL: time.Hour, FlatLimit: tc.limit})
+			c := listcache.New(counted, listcache.Options{TTL: time.Hour, FlatLimit: tc.limit, MaxBytes: tc.maxBytes})
 			if _, err := c.Get(ctx, ".zgroup"); err != nil {
 				t.Fatal(err)
 			}

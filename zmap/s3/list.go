@@ -202,7 +202,7 @@ func (s *Store) listPart(ctx context.Context, prefix, lp string, part listPart, 
 		for _, o := range page.Contents {
 			name := strings.TrimPrefix(aws.ToString(o.Key), lp)
 			if take(name) {
-				l.add(zmap.Entry{Name: name, Size: aws.ToInt64(o.Size), ModTime: modTime(o.LastModified)})
+				l.add(zmap.Entry{Name: name, Size: aws.ToInt64(o.Size), ModTime: modTime(o.LastModified), ETag: etag(o.ETag)})
 			}
 		}
 		if onePage {

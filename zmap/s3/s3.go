@@ -356,7 +356,7 @@ func (s *Store) Size(ctx context.Context, key string) (int64, error) {
 	return e.Size, err
 }
 
-// Stat returns the size and LastModified of the object stored under key
+// Stat returns the size, LastModified and ETag of the object stored under key
 // (HeadObject).
 func (s *Store) Stat(ctx context.Context, key string) (zmap.Entry, error) {
 	ctx = withLastAnswer(ctx)
@@ -377,7 +377,13 @@ func (s *Store) Stat(ctx context.Context, key string) (zmap.Entry, error) {
 	if out.ContentLength == nil {
 		return zmap.Entry{}, s.mapErr(ctx, "HeadObject", key, errors.New("no Content-Length in the answer"))
 	}
-	return zmap.Entry{Name: path.Base(key), Size: *out.ContentLength, ModTime: modTime(out.LastModified)}, nil
+	return zmap.Entry{Name: path.Base(key), Size: *out.ContentLength, ModTime: modTime(out.LastModified), ETag: etag(out.ETag)}, nil
+}
+
+// etag is an ETag as zmap.Entry holds it: without the quotes S3 puts
+// around it.
+func etag(s *string) string {
+	return strings.Trim(aws.ToString(s), `"`)
 }
 
 // modTime is an object's LastModified in whole seconds, as HeadObject

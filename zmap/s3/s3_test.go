@@ -3,6 +3,8 @@ package s3_test
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -591,4 +593,45 @@ func benchStore(b *testing.B) (*miniotest.Server, *s3.Store) {
 	srv.CreateBucket(b, "bench")
 	srv.Put(b, "bench", map[string][]byte{"ds/.zgroup": []byte("{}"), "ds/v/0.0": bytes.Repeat([]byte{7}, 64<<10)})
 	return srv, open(b, srv, "bench", "ds", s3.Options{})
+}
+
+// TestETag checks that listings (by folder and flat) and Stat give each
+// object's ETag, without quotes: for an object written in one part, the
+// MD5 of its bytes, as S3 and MinIO make it. A rewritten object has
+// another.
+func TestETag(t *testing.T) {
+	srv := miniotest.Start(t)
+	useServerEnv(t, srv)
+	srv.CreateBucket(t, "etag")
+	objects := map[string][]byte{"ds/v/0": []byte("first"), "ds/v/1": []byte("second")}
+	srv.Put(t, "etag", objects)
+	st := open(t, srv, "etag", "ds", s3.Options{})
+	ctx := context.Background()
+	check := func(what string) {
+		t.Helper()
+		listed, err := st.Search(ctx, "v")
+		if err != nil {
+			t.Fatal(err)
+		}
+		flat, err := st.ListFlat(ctx, "", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, e := range listed {
+			key := "v/" + e.Name
+			sum := md5.Sum(objects["ds/"+key])
+			want := hex.EncodeToString(sum[:])
+			stat, err := st.Stat(ctx, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.ETag != want || stat.ETag != want || flat.Entries[i].ETag != want || flat.Entries[i].Name != key {
+				t.Errorf("%s: ETag of %s: listed %q, stat %q, listed flat %+v; want %q", what, key, e.ETag, stat.ETag, flat.Entries[i], want)
+			}
+		}
+	}
+	check("as written")
+	objects["ds/v/0"] = []byte("rewritten")
+	srv.Put(t, "etag", map[string][]byte{"ds/v/0": objects["ds/v/0"]})
+	check("rewritten")
 }

@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/nczarrfs/nczarrfs/internal/testenv"
 	"github.com/nczarrfs/nczarrfs/zmap"
 	"github.com/nczarrfs/nczarrfs/zmap/zmaptest"
 )
@@ -268,6 +269,17 @@ func TestLayout(t *testing.T) {
 			[]string{".zgroup", "v/0"},
 		},
 		{"unsafe names at top", m(".zgroup", "../.zgroup", "/.zarray", "..", "."), "", []string{".zgroup"}},
+		// Zarr v3: zarr.json marks a root at the top (rule 2) and in the
+		// only top folder (rule 3), not in the first entry's folder when
+		// something lies beside it (rule 1 looks for v2 group markers).
+		{"v3 at top", m("zarr.json", "v/zarr.json", "v/c/0/0"), "", []string{"v/c/0/0", "v/zarr.json", "zarr.json"}},
+		{"v3 folder", m("x.zarr/", "x.zarr/zarr.json", "x.zarr/v/", "x.zarr/v/zarr.json", "x.zarr/v/c/0/0"), "x.zarr", []string{"v/c/0/0", "v/zarr.json", "zarr.json"}},
+		{"v3 array folder", m("a.zarr/zarr.json", "a.zarr/c/0", "a.zarr/c/1"), "a.zarr", []string{"c/0", "c/1", "zarr.json"}},
+		{"v3 folder without its zarr.json", m("x.zarr/g/zarr.json", "x.zarr/g/v/zarr.json"), "", []string{"x.zarr/g/v/zarr.json", "x.zarr/g/zarr.json"}},
+		{"v3 folder and top object", m("x.zarr/zarr.json", "README"), "", []string{"README", "x.zarr/zarr.json"}},
+		{"v3 both, folder first", m("x.zarr/zarr.json", "zarr.json", "w/zarr.json"), "", []string{"w/zarr.json", "x.zarr/zarr.json", "zarr.json"}},
+		{"v3 two folders", m("a/zarr.json", "b/zarr.json"), "", []string{"a/zarr.json", "b/zarr.json"}},
+		{"v3 beside a v2 group folder first", m("x.file/.zgroup", "x.file/v/zarr.json", "README"), "x.file", []string{".zgroup", "v/zarr.json"}},
 	}
 	dir := t.TempDir()
 	archives := map[string]pyZip{}
@@ -751,30 +763,24 @@ with zipfile.ZipFile(sys.argv[1]) as z:
 		t.Fatal(err)
 	}
 
-	ncWant := map[string][]byte{}
-	tree := filepath.Join(dir, "t.file")
-	err = filepath.WalkDir(tree, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, err := filepath.Rel(tree, path)
-		if err != nil {
-			return err
-		}
-		ncWant[filepath.ToSlash(rel)], err = os.ReadFile(path)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	for _, tc := range []struct {
-		name, path, root string
-		want             map[string][]byte
-	}{
-		{"netcdf-c tree zipped", filepath.Join(dir, "t.zip"), "t.file", ncWant},
+	checkArchives(t, []archiveCase{
+		{"netcdf-c tree zipped", filepath.Join(dir, "t.zip"), "t.file", treeObjects(t, filepath.Join(dir, "t.file"))},
 		{"zarr-python ZipStore", zarrZip, "", zarrWant},
-	} {
+	})
+}
+
+// archiveCase is an archive a reference tool wrote, the root it must have
+// and every object the store must hold under it.
+type archiveCase struct {
+	name, path, root string
+	want             map[string][]byte
+}
+
+// checkArchives opens each archive and checks its root, its keys and the
+// bytes of every object.
+func checkArchives(t *testing.T, cases []archiveCase) {
+	t.Helper()
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := openPath(t, tc.path)
 			defer s.Close()
@@ -796,4 +802,80 @@ with zipfile.ZipFile(sys.argv[1]) as z:
 			}
 		})
 	}
+}
+
+// treeObjects returns every file under tree, by its slash-separated path
+// relative to tree.
+func treeObjects(t *testing.T, tree string) map[string][]byte {
+	t.Helper()
+	objects := map[string][]byte{}
+	err := filepath.WalkDir(tree, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(tree, path)
+		if err != nil {
+			return err
+		}
+		objects[filepath.ToSlash(rel)], err = os.ReadFile(path)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objects
+}
+
+// zarritaScript writes, with zarrita (Zarr v3), a group with a sub-group
+// and arrays into the folder argv[1], and a lone array into argv[2].
+const zarritaScript = `
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+const mods = process.env.NCZARRFS_NODE_MODULES;
+const zarr = await import(pathToFileURL(path.join(mods, "zarrita/dist/src/index.js")).href);
+const FileSystemStore = (await import(pathToFileURL(path.join(mods, "@zarrita/storage/dist/src/fs.js")).href)).default;
+const root = zarr.root(new FileSystemStore(process.argv[1]));
+await zarr.create(root, { attributes: { title: "zarrita zip" } });
+await zarr.create(root.resolve("g1"), { attributes: {} });
+const v = await zarr.create(root.resolve("g1/v"), { shape: [5, 7], chunkShape: [2, 3], dtype: "int32" });
+await zarr.set(v, null, { data: Int32Array.from({ length: 35 }, (_, i) => i), shape: [5, 7], stride: [7, 1] });
+const w = await zarr.create(root.resolve("w"), { shape: [4], chunkShape: [3], dtype: "float64", chunkSeparator: "." });
+await zarr.set(w, null, { data: Float64Array.from([0.5, 1.5, 2.5, 3.5]), shape: [4], stride: [1] });
+const lone = zarr.root(new FileSystemStore(process.argv[2]));
+const a = await zarr.create(lone, { shape: [6], chunkShape: [4], dtype: "uint8" });
+await zarr.set(a, null, { data: Uint8Array.from([1, 2, 3, 4, 5, 6]), shape: [6], stride: [1] });
+`
+
+// TestZarritaZipped opens Zarr v3 stores that zarrita wrote, zipped by
+// Info-ZIP's zip as people zip them: with their folder ("zip -r x.zip
+// x.zarr", rooted at that folder by its zarr.json), from inside it (rooted
+// at the top), and an array alone with its folder.
+func TestZarritaZipped(t *testing.T) {
+	_, err := exec.LookPath("node")
+	testenv.Require(t, "node (Debian package nodejs)", err)
+	mods, err := exec.Command("../../scripts/install-zarrita.sh").Output()
+	testenv.Require(t, "zarrita (npm: scripts/install-zarrita.sh)", err)
+	dir := t.TempDir()
+	node := exec.Command("node", "--input-type=module", "-e", zarritaScript, filepath.Join(dir, "x.zarr"), filepath.Join(dir, "a.zarr"))
+	node.Env = append(os.Environ(), "NCZARRFS_NODE_MODULES="+strings.TrimSpace(string(mods)))
+	if out, err := node.CombinedOutput(); err != nil {
+		t.Fatalf("zarrita: %v\n%s", err, out)
+	}
+	zipIn := func(wd, name string, args ...string) string {
+		cmd := exec.Command("zip", append([]string{"-q", "-r", filepath.Join(dir, name)}, args...)...)
+		cmd.Dir = wd
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("zip: %v\n%s", err, out)
+		}
+		return filepath.Join(dir, name)
+	}
+	x, a := treeObjects(t, filepath.Join(dir, "x.zarr")), treeObjects(t, filepath.Join(dir, "a.zarr"))
+	if len(x) < 10 || x["zarr.json"] == nil || x["g1/v/c/2/2"] == nil || x["w/c.1"] == nil {
+		t.Fatalf("zarrita wrote %d objects, not the store the test expects", len(x))
+	}
+	checkArchives(t, []archiveCase{
+		{"group zipped with its folder", zipIn(dir, "x.zip", "x.zarr"), "x.zarr", x},
+		{"group zipped from inside", zipIn(filepath.Join(dir, "x.zarr"), "top.zip", "."), "", x},
+		{"array zipped with its folder", zipIn(dir, "a.zip", "a.zarr"), "a.zarr", a},
+	})
 }

@@ -267,7 +267,8 @@ func testSize(t *testing.T, s zmap.Store, objects map[string][]byte) {
 }
 
 // testStat checks that Stat agrees with Size and with the entry Search
-// lists, modification time included, and that every object has one.
+// lists, modification time and ETag included, and that every object has
+// a modification time.
 func testStat(t *testing.T, s zmap.Store, objects map[string][]byte) {
 	ctx := context.Background()
 	listed := map[string]zmap.Entry{}
@@ -290,7 +291,7 @@ func testStat(t *testing.T, s zmap.Store, objects map[string][]byte) {
 		if got.Name != name || got.Dir || got.Size != int64(len(objects[key])) || got.ModTime.IsZero() {
 			t.Errorf("Stat(%q) = %+v, want name %q, size %d and a modification time", key, got, name, len(objects[key]))
 		}
-		if e := listed[key]; !e.ModTime.Equal(got.ModTime) || e.Size != got.Size || e.Name != got.Name || e.Dir {
+		if e := listed[key]; !e.ModTime.Equal(got.ModTime) || e.Size != got.Size || e.Name != got.Name || e.Dir || e.ETag != got.ETag {
 			t.Errorf("Stat(%q) = %+v, but Search lists %+v", key, got, e)
 		}
 	}
@@ -462,6 +463,9 @@ func testSearch(t *testing.T, s zmap.Store, objects map[string][]byte) {
 		for _, e := range got {
 			if e.Dir != e.ModTime.IsZero() {
 				t.Errorf("Search(%q): %+v: a Dir entry has no time, an object has one", prefix, e)
+			}
+			if e.Dir && e.ETag != "" {
+				t.Errorf("Search(%q): %+v: a Dir entry has no ETag", prefix, e)
 			}
 		}
 		// Times are checked against Stat in testStat.

@@ -9,4 +9,5 @@ import (
 	_ "github.com/nczarrfs/nczarrfs/nczarr/codec/blosc"
 	_ "github.com/nczarrfs/nczarrfs/nczarr/codec/compressors"
 	_ "github.com/nczarrfs/nczarrfs/nczarr/codec/filters"
+	_ "github.com/nczarrfs/nczarrfs/nczarr/codec/pcodec"
 )

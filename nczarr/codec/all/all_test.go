@@ -181,7 +181,6 @@ func TestUnsupported(t *testing.T) {
 		{nil, `{"id": 4, "parameters": [4, 32]}`, `"4"`},
 		{[]string{`{"id": 2}`}, `{"id": 1}`, `"2"`}, // HDF5 shuffle without an element size
 		{nil, `{"id": "zfpy", "mode": 4}`, `"zfpy"`},
-		{nil, `{"id": "pcodec", "level": 8}`, `"pcodec": pcodec has no Go decoder`},
 		{[]string{`{"id": "jenkins_lookup3", "initval": 0}`}, `null`, `"jenkins_lookup3"`},
 		{[]string{`{"id": "vlen-array", "dtype": "<i4"}`}, `null`, `"vlen-array"`},
 	}

@@ -1,0 +1,314 @@
+package netcdf3
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+)
+
+// BlockAlign aligns the begins: every fixed-size variable, and the
+// records, begin on a multiple of it (a page), so that block reads of a
+// variable do not straddle its neighbours and, read through a page cache,
+// a variable that fails to read fails no other variable's pages.
+const BlockAlign = 4096
+
+// Block sizes for BlockSize: netcdf-c reads blocks of st_blksize, but
+// at least MinBlock; MaxBlock is the largest FUSE read.
+const (
+	MinBlock = 8 << 10
+	MaxBlock = 1 << 20
+)
+
+// BlockSize is the st_blksize to serve h's file with: a power of two
+// from MinBlock to MaxBlock, about a 256th of the variables' bytes, so
+// that netcdf-c reads large files in large blocks.
+func BlockSize(h *Header) int64 {
+	var data int64
+	for i := range h.Vars {
+		v := &h.Vars[i]
+		n := vsize(h, v)
+		if isRec(h, v) {
+			n *= h.Dims[h.RecDim].Len
+		}
+		data += n
+	}
+	b := int64(MinBlock)
+	for b < MaxBlock && b*256 < data {
+		b *= 2
+	}
+	return b
+}
+
+// File is the layout of a classic file: where the header, each
+// variable's values and the records lie. It is immutable and safe for
+// concurrent use; reads go through a Reader.
+type File struct {
+	h        *Header
+	header   []byte
+	begins   []int64 // by variable, in definition order
+	fixed    []int   // the fixed-size variables, in order of begin
+	rec      []int   // the record variables, in order of begin
+	recStart int64
+	recSize  int64
+	numRecs  int64
+	size     int64
+}
+
+// New lays out the file of h: the header, then the fixed-size variables
+// in definition order, then the records. Begins increase in definition
+// order within each kind, as netcdf-c's NC_check_voffs requires.
+func New(h *Header) (*File, error) {
+	if err := h.validate(); err != nil {
+		return nil, err
+	}
+	f := &File{h: h, begins: make([]int64, len(h.Vars))}
+	if h.RecDim >= 0 {
+		f.numRecs = h.Dims[h.RecDim].Len
+	}
+	// The header's size does not depend on the begins' values.
+	hsize := int64(len(encode(h, f.numRecs, f.begins)))
+	pos := hsize
+	if len(h.Vars) > 0 {
+		pos = roundUp(hsize+h.DataGap, BlockAlign)
+	}
+	for i := range h.Vars {
+		v := &h.Vars[i]
+		if isRec(h, v) {
+			f.rec = append(f.rec, i)
+			continue
+		}
+		n := vsize(h, v)
+		pos = roundUp(pos, BlockAlign)
+		f.begins[i] = pos
+		f.fixed = append(f.fixed, i)
+		pos += n
+	}
+	f.size = pos
+	f.recStart = pos
+	if len(f.rec) > 0 {
+		f.recStart = roundUp(pos, BlockAlign)
+		off := f.recStart
+		for _, i := range f.rec {
+			f.begins[i] = off
+			off += vsize(h, &h.Vars[i])
+		}
+		f.recSize = off - f.recStart
+		if len(f.rec) == 1 {
+			// One record variable: records are not padded.
+			f.recSize = slab(h, &h.Vars[f.rec[0]])
+		}
+		f.size = f.recStart + f.numRecs*f.recSize
+		if f.numRecs == 0 {
+			f.size = f.recStart
+		}
+	}
+	f.header = encode(h, f.numRecs, f.begins)
+	return f, nil
+}
+
+func roundUp(n, to int64) int64 { return (n + to - 1) / to * to }
+
+// Size is the file's length in bytes.
+func (f *File) Size() int64 { return f.size }
+
+// Header is the file's header bytes (shared: do not modify).
+func (f *File) Header() []byte { return f.header }
+
+// Format is the file's format.
+func (f *File) Format() Format { return f.h.Format }
+
+// Begin is the offset of variable i's first value.
+func (f *File) Begin(i int) int64 { return f.begins[i] }
+
+// Reader reads a File's bytes. It opens each variable's reader on first
+// use and keeps it, so each variable's read-ahead follows this reader.
+// It is safe for concurrent use.
+type Reader struct {
+	f  *File
+	mu sync.Mutex
+	rs map[int]ReaderAt // GUARDED_BY(mu)
+}
+
+// NewReader returns a reader of the file.
+func (f *File) NewReader() *Reader { return &Reader{f: f, rs: map[int]ReaderAt{}} }
+
+func (r *Reader) reader(i int) ReaderAt {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rd, ok := r.rs[i]
+	if !ok {
+		rd = r.f.h.Vars[i].Open()
+		r.rs[i] = rd
+	}
+	return rd
+}
+
+// VarError is the error of a read that failed in a variable's values.
+type VarError struct {
+	Var string
+	Err error
+}
+
+func (e *VarError) Error() string { return fmt.Sprintf("variable %s: %v", e.Var, e.Err) }
+func (e *VarError) Unwrap() error { return e.Err }
+
+// ReadAt reads the file's bytes at off, with io.ReaderAt semantics: a
+// read that reaches the end returns io.EOF with what it read. Padding
+// and gaps read as zeros. A failure to read a variable's values fails
+// the read with a *VarError; ranges holding only the header, padding or
+// other variables still read.
+func (r *Reader) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	f := r.f
+	if off < 0 {
+		return 0, errors.New("netcdf3: negative offset")
+	}
+	if off >= f.size {
+		return 0, io.EOF
+	}
+	var eof error
+	if rest := f.size - off; int64(len(p)) > rest {
+		p, eof = p[:rest], io.EOF
+	}
+	end := off + int64(len(p))
+	// pos is how far p is filled; gaps up to a section are zeroed.
+	pos := off
+	fill := func(start, stop int64, read func(dst []byte, at int64) error) error {
+		start, stop = max(start, pos), min(stop, end)
+		if start >= stop {
+			return nil
+		}
+		clear(p[pos-off : start-off])
+		if err := read(p[start-off:stop-off], start); err != nil {
+			return err
+		}
+		pos = stop
+		return nil
+	}
+	h := int64(len(f.header))
+	if err := fill(0, h, func(dst []byte, at int64) error {
+		copy(dst, f.header[at:])
+		return nil
+	}); err != nil {
+		return 0, err
+	}
+	// Fixed-size variables: the first that ends after off, and on.
+	k := sort.Search(len(f.fixed), func(k int) bool {
+		i := f.fixed[k]
+		return f.begins[i]+slab(f.h, &f.h.Vars[i]) > off
+	})
+	for ; k < len(f.fixed) && pos < end; k++ {
+		i := f.fixed[k]
+		b := f.begins[i]
+		if b >= end {
+			break
+		}
+		if err := fill(b, b+slab(f.h, &f.h.Vars[i]), func(dst []byte, at int64) error {
+			return r.readVar(ctx, i, dst, at-b)
+		}); err != nil {
+			return 0, err
+		}
+	}
+	// Records.
+	if len(f.rec) > 0 && f.numRecs > 0 && end > f.recStart {
+		first := max(0, (pos-f.recStart)/f.recSize)
+		for rec := first; rec < f.numRecs && pos < end; rec++ {
+			base := f.recStart + rec*f.recSize
+			if base >= end {
+				break
+			}
+			for _, i := range f.rec {
+				v := &f.h.Vars[i]
+				b := base + f.begins[i] - f.recStart
+				n := slab(f.h, v)
+				if b >= end {
+					break
+				}
+				if err := fill(b, b+n, func(dst []byte, at int64) error {
+					return r.readVar(ctx, i, dst, rec*n+at-b)
+				}); err != nil {
+					return 0, err
+				}
+			}
+		}
+	}
+	clear(p[pos-off:])
+	return len(p), eof
+}
+
+// readVar fills dst with variable i's big-endian bytes from its decoded
+// byte at: the values dst covers are read whole, and swapped.
+func (r *Reader) readVar(ctx context.Context, i int, dst []byte, at int64) error {
+	v := &r.f.h.Vars[i]
+	es := int64(v.Type.Size())
+	rd := r.reader(i)
+	read := func(buf []byte, at int64) error {
+		n, err := rd.ReadAt(ctx, buf, at)
+		if n == len(buf) {
+			return nil
+		}
+		if err == nil || errors.Is(err, io.EOF) {
+			err = fmt.Errorf("%d bytes at %d: %w", n, at, io.ErrUnexpectedEOF)
+		}
+		return &VarError{Var: v.Name, Err: err}
+	}
+	if es == 1 {
+		return read(dst, at)
+	}
+	// The whole values inside [at, at+len(dst)) are read in place; a
+	// value cut at either end is read into a small buffer.
+	end := at + int64(len(dst))
+	first := roundUp(at, es)
+	last := end / es * es
+	var one [8]byte
+	part := func(start int64) error {
+		e := one[:es]
+		if err := read(e, start); err != nil {
+			return err
+		}
+		swap(e, int(es))
+		lo, hi := max(start, at), min(start+es, end)
+		copy(dst[lo-at:hi-at], e[lo-start:hi-start])
+		return nil
+	}
+	if first > last {
+		// Within one value.
+		return part(at / es * es)
+	}
+	if first > at {
+		if err := part(first - es); err != nil {
+			return err
+		}
+	}
+	if last > first {
+		mid := dst[first-at : last-at]
+		if err := read(mid, first); err != nil {
+			return err
+		}
+		swap(mid, int(es))
+	}
+	if end > last {
+		return part(last)
+	}
+	return nil
+}
+
+// swap reverses the bytes of each unit-byte value of b.
+func swap(b []byte, unit int) {
+	switch unit {
+	case 2:
+		for i := 0; i+1 < len(b); i += 2 {
+			b[i], b[i+1] = b[i+1], b[i]
+		}
+	case 4:
+		for i := 0; i+3 < len(b); i += 4 {
+			b[i], b[i+1], b[i+2], b[i+3] = b[i+3], b[i+2], b[i+1], b[i]
+		}
+	case 8:
+		for i := 0; i+7 < len(b); i += 8 {
+			b[i], b[i+1], b[i+2], b[i+3], b[i+4], b[i+5], b[i+6], b[i+7] = b[i+7], b[i+6], b[i+5], b[i+4], b[i+3], b[i+2], b[i+1], b[i]
+		}
+	}
+}
