@@ -76,7 +76,7 @@ type Options struct {
 	// RequestTimeout bounds the time the mount takes to answer each
 	// request that may ask the store (LOOKUP, GETATTR, READDIR, OPEN,
 	// READ): past it, the request fails with EIO whatever the store is
-	// doing. For an S3 store it is --s3-timeout plus a margin, so that
+	// doing. For a remote store it is --timeout plus a margin, so that
 	// one store operation fits in it; 0 means no bound.
 	RequestTimeout time.Duration
 	// DirectMount mounts with mount(2) instead of through fusermount3,

@@ -122,7 +122,7 @@ func checkMountArgs(args []string) error {
 		if _, err := source.Parse(cfg.source); err != nil {
 			return err
 		}
-		_, err = storeOptions(c, slog.New(slog.DiscardHandler), cfg.s3Timeout)
+		_, err = storeOptions(c, slog.New(slog.DiscardHandler), cfg.timeout)
 		return err
 	}
 	app := &cli.App{

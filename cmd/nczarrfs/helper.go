@@ -135,6 +135,7 @@ var optionFlags = map[string]struct {
 	"endpoint_url":    {"endpoint-url", true},
 	"region":          {"region", true},
 	"profile":         {"profile", true},
+	"timeout":         {"timeout", true},
 	"s3_timeout":      {"s3-timeout", true},
 	"metadata_ttl":    {"metadata-ttl", true},
 	"log_file":        {"log-file", true},

@@ -68,16 +68,11 @@ Examples:
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log format: text or json"},
 			&cli.BoolFlag{Name: "debug", Usage: "log debug messages and every FUSE request"},
 			&cli.BoolFlag{Name: "page-cache", Usage: "serve data and data.npy through the kernel's page cache: faster for programs that read a few KiB at a time or read the same bytes again, slower for large reads"},
-			&cli.StringFlag{Name: "endpoint-url", Usage: "S3 endpoint, e.g. http://127.0.0.1:9000", EnvVars: []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"}},
-			&cli.StringFlag{Name: "region", Usage: "S3 region (default from the AWS configuration)"},
-			&cli.StringFlag{Name: "profile", Usage: "AWS shared-config profile"},
-			&cli.BoolFlag{Name: "no-sign-request", Usage: "read a public bucket without credentials"},
-			&cli.DurationFlag{Name: "s3-timeout", Usage: "bound on each S3 request, retries included (default 30s, or NCZARRFS_S3_TIMEOUT)"},
 			&cli.StringFlag{Name: "metrics-addr", Usage: "serve Prometheus metrics on http://HOST:PORT/metrics, and /healthz and /readyz for probes (a port alone, :9100, listens on 127.0.0.1; unix:PATH on a Unix socket)"},
 			metadataTTLFlag(),
 			// Set by the mount helper form: no "mounted" line for mount(8).
 			&cli.BoolFlag{Name: "mount-helper", Hidden: true},
-		}, diskCacheFlags()...),
+		}, append(remoteFlags(), diskCacheFlags()...)...),
 		Action: runMount,
 	}
 }
@@ -88,7 +83,7 @@ type mountConfig struct {
 	cacheSize          int64
 	uid, gid           *uint32
 	umask              uint32
-	s3Timeout          time.Duration
+	timeout            time.Duration
 	metadataTTL        time.Duration
 	logFile, logFormat string
 	debug              bool
@@ -114,10 +109,8 @@ func parseMountFlags(c *cli.Context) (*mountConfig, error) {
 	if cfg.cacheSize == 0 {
 		return nil, errors.New("--cache-size: must be more than 0 (try 256MiB)")
 	}
-	if c.IsSet("s3-timeout") {
-		if cfg.s3Timeout = c.Duration("s3-timeout"); cfg.s3Timeout <= 0 {
-			return nil, fmt.Errorf("--s3-timeout: %v is not a positive duration (try 30s)", cfg.s3Timeout)
-		}
+	if cfg.timeout, err = parseTimeout(c); err != nil {
+		return nil, err
 	}
 	if cfg.metadataTTL, err = parseTTL(c.String("metadata-ttl")); err != nil {
 		return nil, fmt.Errorf("--metadata-ttl: %w", err)
@@ -212,7 +205,7 @@ func runMount(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	opts, err := storeOptions(c, log, cfg.s3Timeout)
+	opts, err := storeOptions(c, log, cfg.timeout)
 	if err != nil {
 		return err
 	}
@@ -445,7 +438,7 @@ func parseUmask(s string) (uint32, error) {
 }
 
 // requestTimeout bounds each FUSE request of a mount of store: one store
-// operation's timeout (--s3-timeout) and a second more for the rest of
+// operation's timeout (--timeout) and a second more for the rest of
 // the work, so that whatever the server does, the kernel gets an answer
 // in time (docs/reliability.md). Stores without a timeout get no bound.
 func requestTimeout(store zmap.Store) time.Duration {

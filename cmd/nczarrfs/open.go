@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -26,13 +25,8 @@ func sourceFlags() []cli.Flag {
 	return append([]cli.Flag{
 		&cli.StringFlag{Name: "cache-size", Value: "256MiB", Usage: "memory for decoded chunks (bytes, or with a KiB/MiB/GiB suffix)"},
 		&cli.BoolFlag{Name: "debug", Usage: "log debug messages"},
-		&cli.StringFlag{Name: "endpoint-url", Usage: "S3 endpoint, e.g. http://127.0.0.1:9000", EnvVars: []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"}},
-		&cli.StringFlag{Name: "region", Usage: "S3 region (default from the AWS configuration)"},
-		&cli.StringFlag{Name: "profile", Usage: "AWS shared-config profile"},
-		&cli.BoolFlag{Name: "no-sign-request", Usage: "read a public bucket without credentials"},
-		&cli.DurationFlag{Name: "s3-timeout", Usage: "bound on each S3 request, retries included", DefaultText: "30s, or NCZARRFS_S3_TIMEOUT"},
 		metadataTTLFlag(),
-	}, diskCacheFlags()...)
+	}, append(remoteFlags(), diskCacheFlags()...)...)
 }
 
 // openDataset opens the store src names and reads its dataset's metadata,
@@ -55,12 +49,9 @@ func openDataset(ctx context.Context, c *cli.Context, src string) (*nczarr.Datas
 			return nil, nil, errors.New("--cache-size: must be more than 0 (try 256MiB)")
 		}
 	}
-	var timeout time.Duration
-	var err error
-	if c.IsSet("s3-timeout") {
-		if timeout = c.Duration("s3-timeout"); timeout <= 0 {
-			return nil, nil, fmt.Errorf("--s3-timeout: %v is not a positive duration (try 30s)", timeout)
-		}
+	timeout, err := parseTimeout(c)
+	if err != nil {
+		return nil, nil, err
 	}
 	ttl := listcache.DefaultTTL
 	if c.IsSet("metadata-ttl") {

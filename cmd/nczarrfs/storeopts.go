@@ -21,7 +21,7 @@ import (
 func diskCacheFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.BoolFlag{Name: "follow-links", Usage: "follow symbolic links that leave a directory SOURCE (git-annex, DataLad, DVC): whoever can read the mount can read what the links point at"},
-		&cli.StringFlag{Name: "cache-dir", Usage: "keep the objects fetched from S3 in this folder, for later mounts and other mounts of the same dataset (may be shared by several mounts)"},
+		&cli.StringFlag{Name: "cache-dir", Usage: "keep the objects fetched from a remote store (S3, Google Cloud Storage, HTTP) in this folder, for later mounts and other mounts of the same dataset (may be shared by several mounts)"},
 		&cli.StringFlag{Name: "cache-dir-size", Value: "10GiB", Usage: "the most bytes --cache-dir holds; the least recently used objects go first"},
 	}
 }
@@ -50,13 +50,18 @@ func parseTTL(s string) (time.Duration, error) {
 // keepListings wraps store in the layer that keeps its listings and
 // metadata for ttl (zmap/listcache): a distant store is listed flat when
 // it holds at most listcache.DefaultFlatLimit keys, and a listed folder's
-// sub-folders are listed in the background. A --cache-dir folder under it
-// takes the identity of objects from those listings.
+// sub-folders are listed in the background, unless listing a folder costs
+// a request per chunk (a web server that cannot be listed, zmap/http). A
+// --cache-dir folder under it takes the identity of objects from those
+// listings.
 func keepListings(store zmap.Store, ttl time.Duration, log *slog.Logger) *listcache.Store {
 	opts := listcache.Options{TTL: ttl, Logger: log}
 	if r, ok := zmap.As[interface{ Remote() bool }](store); ok && r.Remote() {
 		opts.FlatLimit = listcache.DefaultFlatLimit
 		opts.Prefetch = 8
+	}
+	if p, ok := zmap.As[interface{ ListsByProbing() bool }](store); ok && p.ListsByProbing() {
+		opts.Prefetch = 0
 	}
 	lc := listcache.New(store, opts)
 	if dc, ok := zmap.As[*diskcache.Store](store); ok {
@@ -64,6 +69,31 @@ func keepListings(store zmap.Store, ttl time.Duration, log *slog.Logger) *listca
 		dc.SetListing(lc, ttl)
 	}
 	return lc
+}
+
+// remoteFlags are the flags that say how to reach a remote store, shared
+// by mount and the commands that read without mounting.
+func remoteFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "endpoint-url", Usage: "S3 endpoint, e.g. http://127.0.0.1:9000 (for gs:// sources, Google's)", EnvVars: []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"}},
+		&cli.StringFlag{Name: "region", Usage: "S3 region (default from the AWS configuration)"},
+		&cli.StringFlag{Name: "profile", Usage: "AWS shared-config profile (for gs:// sources, the one holding Google HMAC keys)"},
+		&cli.BoolFlag{Name: "no-sign-request", Usage: "read a public bucket without credentials"},
+		&cli.DurationFlag{Name: "timeout", Aliases: []string{"s3-timeout"}, Usage: "bound on each request to a remote store (S3, Google Cloud Storage, HTTP), retries and resumed bodies included", DefaultText: "30s, or NCZARRFS_TIMEOUT or NCZARRFS_S3_TIMEOUT"},
+	}
+}
+
+// parseTimeout reads --timeout (or its older name --s3-timeout): 0 when
+// not set, for the store to take the environment's or its default.
+func parseTimeout(c *cli.Context) (time.Duration, error) {
+	if !c.IsSet("timeout") {
+		return 0, nil
+	}
+	d := c.Duration("timeout")
+	if d <= 0 {
+		return 0, fmt.Errorf("--timeout (--s3-timeout): %v is not a positive duration (try 30s)", d)
+	}
+	return d, nil
 }
 
 // storeOptions are the options of source.Open that c's flags give.

@@ -176,9 +176,10 @@ type StoreSnapshot struct {
 	// per page of up to 1,000 keys), which answer every folder's Search.
 	ListFlat OpSnapshot `json:"list_flat"`
 	// Requests counts the same requests by the kind of request they are
-	// on S3 (Kinds).
+	// on S3 (Kinds); for a store that counts the requests it sends
+	// itself (a web server's, zmap/http), its counts.
 	Requests Kinds `json:"requests"`
-	// Pacing is what a store that paces its requests (S3) did about a
+	// Pacing is what a store that paces its requests (a remote one) did about a
 	// busy or unreliable server; nil for other stores.
 	Pacing *PacingSnapshot `json:"pacing,omitempty"`
 }
@@ -200,11 +201,19 @@ type PacingSnapshot struct {
 	Changed int64 `json:"changed"`
 }
 
-// pacer is a store that paces its requests (zmap/s3.Store).
+// pacer is a store that paces its requests (a remote store: the counters
+// of its zmap/remote.Reader).
 type pacer interface {
 	Throttled() int64
 	RequestLimit() (now, lowest int)
 	Resumed() (resumed, changed int64)
+}
+
+// requestCounter is a store that counts its own requests by kind
+// (zmap/remote.Requests) because its zmap calls are not one request each;
+// Snapshot reports its counts as Requests.
+type requestCounter interface {
+	RequestKinds() (get, rangedGET, head, list int64)
 }
 
 // Kinds counts a store's requests by kind, as S3 bills them: GET of a
@@ -240,6 +249,10 @@ func (s *Store) Snapshot() StoreSnapshot {
 		RangedGET: st.ReadAt.Requests,
 		HEAD:      st.Size.Requests + st.Stat.Requests,
 		LIST:      st.Search.Requests + st.ListFlat.Requests,
+	}
+	if rc, ok := zmap.As[requestCounter](s.Store); ok {
+		k := &st.Requests
+		k.GET, k.RangedGET, k.HEAD, k.LIST = rc.RequestKinds()
 	}
 	if p, ok := zmap.As[pacer](s.Store); ok {
 		ps := &PacingSnapshot{Throttled: p.Throttled()}

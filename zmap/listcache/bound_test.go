@@ -166,7 +166,7 @@ func (s chunkStore) Search(ctx context.Context, prefix string) ([]zmap.Entry, er
 // chunks, with their S3 ETags, and measures the memory it takes: the
 // kept listing's own count, the Go heap it holds (after a collection),
 // and the process's resident memory. The bound asserted is the docs'
-// (docs/s3.md): at most 64 MiB of heap for the listing.
+// (docs/stores.md): at most 64 MiB of heap for the listing.
 func TestMillionChunkListing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("lists 1,000,000 chunks")

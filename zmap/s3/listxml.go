@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -390,8 +391,14 @@ func (s *scanner) instruction(pi []byte) bool {
 	if s.i != 0 && len(bytes.TrimLeft(s.b[:s.i], " \t\n")) != 0 {
 		return false
 	}
-	// Only the common declarations; anything else goes to the SDK.
-	switch string(bytes.TrimSpace(pi[3:])) {
+	// Only the common declarations, in either quotes (Google Cloud
+	// Storage writes version='1.0' encoding='UTF-8'); anything else
+	// goes to the SDK.
+	decl := string(bytes.TrimSpace(pi[3:]))
+	if !strings.Contains(decl, `"`) {
+		decl = strings.ReplaceAll(decl, "'", `"`)
+	}
+	switch decl {
 	case `version="1.0"`, `version="1.0" encoding="UTF-8"`, `version="1.0" encoding="utf-8"`,
 		`version="1.0" encoding="UTF-8" standalone="yes"`:
 		return true

@@ -53,6 +53,11 @@ var listBodies = []struct {
 	{"names in any case", `<listbucketresult><CONTENTS><key>k</key><size>1</size></CONTENTS><istruncated>0</istruncated><maxkeys>5000000000</maxkeys></listbucketresult>`, true},
 	{"unknown elements", `<ListBucketResult a="1" b='2'><Foo x="&amp;"><Bar><Baz/>text</Bar></Foo><Contents><Key>k</Key><Extra><Deep>1</Deep></Extra></Contents></ListBucketResult>`, true},
 	{"nothing after the root is read", `<ListBucketResult><Name>n</Name></ListBucketResult><garbage`, true},
+	// Google Cloud Storage's XML API answer to list-type=2, in the shape
+	// of its documented schema: the namespace of doc.s3.amazonaws.com,
+	// and Generation and MetaGeneration in each Contents.
+	{"google cloud storage", `<?xml version='1.0' encoding='UTF-8'?>
+<ListBucketResult xmlns="http://doc.s3.amazonaws.com/2006-03-01"><Name>gcp-public-data-arco-era5</Name><Prefix>ar/</Prefix><KeyCount>2</KeyCount><MaxKeys>1000</MaxKeys><Delimiter>/</Delimiter><IsTruncated>true</IsTruncated><NextContinuationToken>CgphcmNvL3guemFycg==</NextContinuationToken><Contents><Key>ar/.zmetadata</Key><Generation>1699999999999999</Generation><MetaGeneration>1</MetaGeneration><LastModified>2026-11-20T08:01:02.345Z</LastModified><ETag>"d41d8cd98f00b204e9800998ecf8427e"</ETag><Size>95123</Size></Contents><CommonPrefixes><Prefix>ar/2m_temperature/</Prefix></CommonPrefixes></ListBucketResult>`, true},
 	{"white space in a value", `<ListBucketResult><Contents><Key>  k
 </Key></Contents></ListBucketResult>`, true},
 

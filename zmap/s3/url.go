@@ -27,15 +27,40 @@ type Location struct {
 	Profile string
 	// Insecure is true when the URL uses plain http rather than https.
 	Insecure bool
+	// Google is true for a bucket of Google Cloud Storage, read through
+	// its XML API (gs://, gs3://, storage.googleapis.com): Endpoint is
+	// GoogleEndpoint, requests are anonymous unless a profile is named,
+	// and signed requests leave out the headers Google's front end
+	// rewrites.
+	Google bool
 }
+
+// GoogleEndpoint is the endpoint of Google Cloud Storage's XML API.
+const GoogleEndpoint = "https://storage.googleapis.com"
+
+// googleHost is the host name of GoogleEndpoint.
+const googleHost = "storage.googleapis.com"
 
 // String returns the location as an s3:// URL, for messages. It names the
 // bucket and prefix only: never credentials.
 func (l Location) String() string {
-	if l.Prefix == "" {
-		return "s3://" + l.Bucket
+	return l.scheme() + "://" + l.Bucket + l.keyPath(l.Prefix)
+}
+
+// scheme is the URL scheme that names the location's service: gs or s3.
+func (l Location) scheme() string {
+	if l.Google {
+		return "gs"
 	}
-	return "s3://" + l.Bucket + "/" + l.Prefix
+	return "s3"
+}
+
+// keyPath is "/" and full, or "" for an empty full key.
+func (l Location) keyPath(full string) string {
+	if full == "" {
+		return ""
+	}
+	return "/" + full
 }
 
 // key returns the full object key of a store key, or the prefix itself for
@@ -69,6 +94,9 @@ func ParseURL(raw string) (Location, error) {
 //	https://s3.<region>.amazonaws.com/bucket/key      (AWS path style)
 //	https://bucket.s3.<region>.amazonaws.com/key      (AWS virtual-host style)
 //	http(s)://host[:port]/bucket/key                  (custom endpoint, path style)
+//	gs://bucket/key, gs3://bucket/key                 (Google Cloud Storage)
+//	https://storage.googleapis.com/bucket/key         (Google Cloud Storage, path style)
+//	https://bucket.storage.googleapis.com/key         (Google Cloud Storage, virtual-host style)
 //
 // An s3:// URL whose host is an Amazon S3 host name
 // (s3://s3.us-west-1.amazonaws.com/bucket) is read as the https form, as
@@ -85,10 +113,12 @@ func LocationOf(u *url.URL) (Location, error) {
 	scheme := strings.ToLower(u.Scheme)
 	switch scheme {
 	case "s3", "https":
+	case "gs", "gs3":
+		loc.Google = true
 	case "http":
 		loc.Insecure = true
 	default:
-		return Location{}, fmt.Errorf("s3: URL scheme %q is not s3, http or https", u.Scheme)
+		return Location{}, fmt.Errorf("s3: URL scheme %q is not s3, gs, gs3, http or https", u.Scheme)
 	}
 	if u.User != nil {
 		return Location{}, errors.New("s3: URL must not contain user information; give credentials through the environment, ~/.aws or --profile")
@@ -122,11 +152,26 @@ func LocationOf(u *url.URL) (Location, error) {
 			bucket, segs = segs[0], segs[1:]
 		}
 		loc.Bucket = bucket
-	case scheme == "s3":
+	case host == googleHost || strings.HasSuffix(host, "."+googleHost):
+		// Google's XML API, detected by host as netcdf-c does: path
+		// style, or the bucket in the host name.
+		loc.Google = true
+		if bucket := strings.TrimSuffix(host, "."+googleHost); bucket != host {
+			loc.Bucket = bucket
+		} else {
+			if len(segs) == 0 {
+				return Location{}, fmt.Errorf("s3: URL has no bucket: the path of %s://%s/... starts with the bucket name", scheme, u.Host)
+			}
+			loc.Bucket, segs = segs[0], segs[1:]
+		}
+		if u.Port() != "" || scheme == "http" {
+			return Location{}, fmt.Errorf("s3: %s is reached with https on its own port; for another endpoint use --endpoint-url", googleHost)
+		}
+	case scheme == "s3" || loc.Google:
 		// s3://bucket/key: the host is the bucket, the endpoint is AWS's
-		// (or --endpoint-url).
+		// (or --endpoint-url); gs://bucket/key the same in Google's.
 		if u.Port() != "" {
-			return Location{}, fmt.Errorf("s3: s3:// URL has a port; for a custom endpoint write http(s)://%s/bucket/... or use --endpoint-url", u.Host)
+			return Location{}, fmt.Errorf("s3: %s:// URL has a port; for a custom endpoint write http(s)://%s/bucket/... or use --endpoint-url", scheme, u.Host)
 		}
 		loc.Bucket = u.Hostname()
 	default:
@@ -138,6 +183,9 @@ func LocationOf(u *url.URL) (Location, error) {
 		loc.Bucket, segs = segs[0], segs[1:]
 	}
 	loc.Prefix = strings.Join(segs, "/")
+	if loc.Google {
+		loc.Endpoint, loc.Insecure = GoogleEndpoint, false
+	}
 	return loc, nil
 }
 

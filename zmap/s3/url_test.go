@@ -60,6 +60,16 @@ func TestParseURL(t *testing.T) {
 		{"https://ceph.example.org:7480/b/x/y/z#mode=zarr,s3&awsprofile=ceph",
 			Location{Bucket: "b", Prefix: "x/y/z", Endpoint: "https://ceph.example.org:7480"}},
 		{"HTTP://[::1]:9000/bucket/k", Location{Bucket: "bucket", Prefix: "k", Endpoint: "http://[::1]:9000", Insecure: true}},
+
+		// Google Cloud Storage: netcdf-c's gs3://, fsspec's gs://, and
+		// the XML API's host, detected by name.
+		{"gs3://gcp-public-data-arco-era5/ar/full.zarr#mode=zarr,s3",
+			Location{Bucket: "gcp-public-data-arco-era5", Prefix: "ar/full.zarr", Endpoint: GoogleEndpoint, Google: true}},
+		{"gs://cmip6/CMIP6/CMIP/x", Location{Bucket: "cmip6", Prefix: "CMIP6/CMIP/x", Endpoint: GoogleEndpoint, Google: true}},
+		{"GS://b", Location{Bucket: "b", Endpoint: GoogleEndpoint, Google: true}},
+		{"https://storage.googleapis.com/cmip6/a/b#mode=zarr", Location{Bucket: "cmip6", Prefix: "a/b", Endpoint: GoogleEndpoint, Google: true}},
+		{"https://STORAGE.googleapis.com/b", Location{Bucket: "b", Endpoint: GoogleEndpoint, Google: true}},
+		{"https://my-bucket.storage.googleapis.com/k", Location{Bucket: "my-bucket", Prefix: "k", Endpoint: GoogleEndpoint, Google: true}},
 	}
 	for _, tt := range tests {
 		got, err := ParseURL(tt.url)
@@ -99,6 +109,11 @@ func TestParseURLErrors(t *testing.T) {
 		{"s3://bucket/a/../b", "empty, . or .. segment"},
 		{"s3://bucket/./b", "empty, . or .. segment"},
 		{"https://host/bucket/%zz", "invalid URL"},
+		{"gs://bucket:443/k", "port"},
+		{"gs://", "no host"},
+		{"https://storage.googleapis.com/", "no bucket"},
+		{"https://storage.googleapis.com:8443/b", "https on its own port"},
+		{"http://storage.googleapis.com/b", "https on its own port"},
 	}
 	for _, tt := range tests {
 		got, err := ParseURL(tt.url)

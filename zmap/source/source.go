@@ -18,7 +18,9 @@ import (
 	"github.com/nczarrfs/nczarrfs/zmap/zip"
 )
 
-// Storage is a storage medium: "file" (directory tree), "zip" or "s3".
+// Storage is a storage medium: "file" (directory tree), "zip", "s3"
+// (S3, S3-compatible servers and Google Cloud Storage) or "http" (a web
+// server that cannot be listed).
 type Storage string
 
 // The storage media.
@@ -26,6 +28,7 @@ const (
 	File Storage = "file"
 	Zip  Storage = "zip"
 	S3   Storage = "s3"
+	HTTP Storage = "http"
 )
 
 // Source is a parsed SOURCE: everything the user's string says, parsed
@@ -39,15 +42,20 @@ type Source struct {
 	// S3 is where an s3 source lives, its Profile taken from the
 	// fragment's awsprofile or aws.profile.
 	S3 s3.Location
+	// URL is an http source's base URL, without its fragment.
+	URL string
 	// Params holds the fragment's other keys (netcdf-c has several, such
 	// as log or show), lower-cased, each with its value as written ("" for
 	// a bare key).
 	Params map[string]string
 }
 
-// Parse parses a SOURCE: a plain path, or a URL (file://, s3://,
-// http(s)://) with an optional fragment that Fragment reads. An s3:// URL
-// and any http(s) URL name an S3 store, located by s3.LocationOf.
+// Parse parses a SOURCE: a plain path, or a URL (file://, s3://, gs://,
+// gs3://, http(s)://) with an optional fragment that Fragment reads. An
+// http(s) URL whose mode names http is a web server that cannot be listed;
+// every other http(s) URL, and s3://, gs:// and gs3://, name an S3 store
+// (Google Cloud Storage for gs://, gs3:// and storage.googleapis.com),
+// located by s3.LocationOf.
 func Parse(raw string) (Source, error) {
 	s := Source{Raw: raw, Params: map[string]string{}}
 	if !strings.Contains(raw, "://") {
@@ -72,25 +80,49 @@ func Parse(raw string) (Source, error) {
 		if u.Host != "" && u.Host != "localhost" {
 			return s, fmt.Errorf("source %q: file URLs name no host (use file:///path)", raw)
 		}
-		if s.Storage == S3 {
-			return s, fmt.Errorf("source %q: mode s3 needs an s3:// or http(s):// URL", raw)
+		if s.Storage == S3 || s.Storage == HTTP {
+			return s, fmt.Errorf("source %q: mode %s needs an %s URL", raw, s.Storage, map[Storage]string{S3: "s3://, gs:// or http(s)://", HTTP: "http(s)://"}[s.Storage])
 		}
 		if u.Path == "" {
 			return s, fmt.Errorf("source %q: file URL names no path", raw)
 		}
 		s.Path = u.Path
-	case "s3", "http", "https":
-		if s.Storage != "" && s.Storage != S3 {
-			return s, fmt.Errorf("source %q: mode %s does not fit a %s:// URL", Redact(raw), s.Storage, scheme)
+	case "http", "https":
+		if s.Storage != HTTP {
+			return parseS3(s, u, scheme, f)
 		}
-		s.Storage = S3
-		if s.S3, err = s3.LocationOf(u); err != nil {
-			return s, fmt.Errorf("source %q: %w", Redact(raw), err)
+		if u.User != nil {
+			return s, fmt.Errorf("source %q: URL must not contain user information", Redact(raw))
 		}
-		s.S3.Profile = f.Profile
+		if u.RawQuery != "" || u.ForceQuery {
+			return s, fmt.Errorf("source %q: URL must not have a query string", Redact(raw))
+		}
+		if u.Host == "" {
+			return s, fmt.Errorf("source %q: URL has no host", Redact(raw))
+		}
+		base := *u
+		base.Fragment, base.RawFragment = "", ""
+		s.URL = base.String()
+	case "s3", "gs", "gs3":
+		return parseS3(s, u, scheme, f)
 	default:
-		return s, fmt.Errorf("source %q: unsupported scheme %q (use file, s3, http or https)", Redact(raw), u.Scheme)
+		return s, fmt.Errorf("source %q: unsupported scheme %q (use file, s3, gs, gs3, http or https)", Redact(raw), u.Scheme)
 	}
+	return s, nil
+}
+
+// parseS3 reads the location of an S3 source from u, whose fragment f
+// has been read into s.
+func parseS3(s Source, u *url.URL, scheme string, f Fragment) (Source, error) {
+	if s.Storage != "" && s.Storage != S3 {
+		return s, fmt.Errorf("source %q: mode %s does not fit a %s:// URL", Redact(s.Raw), s.Storage, scheme)
+	}
+	s.Storage = S3
+	var err error
+	if s.S3, err = s3.LocationOf(u); err != nil {
+		return s, fmt.Errorf("source %q: %w", Redact(s.Raw), err)
+	}
+	s.S3.Profile = f.Profile
 	return s, nil
 }
 
@@ -106,7 +138,7 @@ type Fragment struct {
 // ParseFragment reads an NCZarr URL fragment as netcdf-c does: key=value
 // pairs separated by '&' (a bare key has the value ""), keys matched
 // without regard to case. mode's value is a comma-separated list of words,
-// also matched without regard to case: nczarr|zarr, file|zip|s3, v2|v3,
+// also matched without regard to case: nczarr|zarr, file|zip|s3|http, v2|v3,
 // xarray|noxarray; several mode keys add up. awsprofile and aws.profile
 // name the AWS profile. Every other key goes to Params.
 func ParseFragment(frag string) (Fragment, error) {
@@ -143,7 +175,7 @@ func (f *Fragment) addModes(list string) error {
 				return fmt.Errorf("mode names two formats, %s and %s", f.Format, m)
 			}
 			f.Format = m
-		case "file", "zip", "s3":
+		case "file", "zip", "s3", "http":
 			if f.Storage != "" && f.Storage != Storage(m) {
 				return fmt.Errorf("mode names two storage media, %s and %s", f.Storage, m)
 			}
@@ -156,7 +188,7 @@ func (f *Fragment) addModes(list string) error {
 			f.Version = v
 		case "xarray", "noxarray", "":
 		default:
-			return fmt.Errorf("unknown mode %q (want nczarr|zarr, file|zip|s3, v2|v3, xarray|noxarray)", m)
+			return fmt.Errorf("unknown mode %q (want nczarr|zarr, file|zip|s3|http, v2|v3, xarray|noxarray)", m)
 		}
 	}
 	return nil
@@ -200,10 +232,13 @@ func openLocal(s Source, opts Options) (zmap.Store, error) {
 	return nil, fmt.Errorf("source %s: storage %s is not local", s.Raw, storage)
 }
 
-// Open opens any source. S3 sources go to openS3, set by the s3 wiring.
+// Open opens any source.
 func Open(ctx context.Context, s Source, opts Options) (zmap.Store, error) {
-	if s.Storage == S3 {
+	switch s.Storage {
+	case S3:
 		return openS3(ctx, s, opts)
+	case HTTP:
+		return openHTTP(ctx, s, opts)
 	}
 	return openLocal(s, opts)
 }

@@ -35,6 +35,15 @@ func TestParse(t *testing.T) {
 		{raw: "https://s3.us-west-2.amazonaws.com/bucket/key#mode=nczarr,s3", want: Source{Storage: S3, Format: "nczarr", S3: s3.Location{Bucket: "bucket", Prefix: "key", Region: "us-west-2"}}},
 		{raw: "http://127.0.0.1:9000/bucket/key", want: Source{Storage: S3, S3: s3.Location{Bucket: "bucket", Prefix: "key", Endpoint: "http://127.0.0.1:9000", Insecure: true}}},
 		{raw: "https://ceph.example.org:7480/b/x/y#mode=zarr,s3&awsprofile=ceph", want: Source{Storage: S3, Format: "zarr", S3: s3.Location{Bucket: "b", Prefix: "x/y", Endpoint: "https://ceph.example.org:7480", Profile: "ceph"}}},
+		// Google Cloud Storage: netcdf-c's gs3://, fsspec's gs://, and the
+		// XML API's host, with or without a mode.
+		{raw: "gs3://b/k", want: Source{Storage: S3, S3: s3.Location{Bucket: "b", Prefix: "k", Endpoint: s3.GoogleEndpoint, Google: true}}},
+		{raw: "gs://b/k#mode=zarr,s3&awsprofile=hmac", want: Source{Storage: S3, Format: "zarr", S3: s3.Location{Bucket: "b", Prefix: "k", Endpoint: s3.GoogleEndpoint, Google: true, Profile: "hmac"}}},
+		{raw: "https://storage.googleapis.com/b/k/l#mode=zarr", want: Source{Storage: S3, Format: "zarr", S3: s3.Location{Bucket: "b", Prefix: "k/l", Endpoint: s3.GoogleEndpoint, Google: true}}},
+		// A web server that cannot be listed: the mode word http.
+		{raw: "http://127.0.0.1:8000/x.zarr#mode=zarr,http", want: Source{Storage: HTTP, Format: "zarr", URL: "http://127.0.0.1:8000/x.zarr"}},
+		{raw: "https://data.example.org/a/b.zarr/#mode=HTTP", want: Source{Storage: HTTP, URL: "https://data.example.org/a/b.zarr/"}},
+		{raw: "https://storage.googleapis.com/b/k#mode=zarr,http", want: Source{Storage: HTTP, Format: "zarr", URL: "https://storage.googleapis.com/b/k"}},
 
 		{raw: "file:///x#mode=bogus", errPart: `unknown mode "bogus"`},
 		{raw: "file:///x#mode=zip,file", errPart: "two storage media"},
@@ -47,6 +56,12 @@ func TestParse(t *testing.T) {
 		{raw: "s3://b:9000/k", errPart: "port"},
 		{raw: "https://user:secret@host/b/k", errPart: "user information"},
 		{raw: "ftp://host/x", errPart: "unsupported scheme"},
+		{raw: "gs://b/k#mode=http", errPart: "does not fit"},
+		{raw: "gs://b:1/k", errPart: "port"},
+		{raw: "file:///x#mode=http", errPart: "mode http needs an http(s):// URL"},
+		{raw: "http://u:secret@host/x#mode=http", errPart: "user information"},
+		{raw: "http://host/x?a=1#mode=http", errPart: "query"},
+		{raw: "http:///x#mode=http", errPart: "no host"},
 		{raw: "file://otherhost/x", errPart: "no host"},
 		{raw: "file://", errPart: "no path"},
 		{raw: "", errPart: "empty source"},
@@ -85,6 +100,8 @@ func FuzzParse(f *testing.F) {
 		"s3://b/k#mode=NCZarr,S3&aws.profile=p",
 		"http://127.0.0.1:9000/bucket/key#mode=zarr,s3&log",
 		"https://u:p@host/b",
+		"gs3://b/k#mode=zarr",
+		"http://127.0.0.1:8000/x.zarr#mode=zarr,http",
 	} {
 		f.Add(s)
 	}
@@ -96,7 +113,10 @@ func FuzzParse(f *testing.F) {
 		if s.Storage == S3 && s.S3.Bucket == "" {
 			t.Errorf("Parse(%q): S3 source without a bucket", raw)
 		}
-		if s.Storage != S3 && s.Path == "" {
+		if s.Storage == HTTP && s.URL == "" {
+			t.Errorf("Parse(%q): http source without a URL", raw)
+		}
+		if s.Storage != S3 && s.Storage != HTTP && s.Path == "" {
 			t.Errorf("Parse(%q): local source without a path", raw)
 		}
 	})
