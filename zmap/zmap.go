@@ -39,6 +39,9 @@ type Entry struct {
 	// it (a file's mtime, a zip entry's time, S3's LastModified in whole
 	// seconds); zero for a Dir entry, or when the store records none.
 	ModTime time.Time
+	// ETag is the store's identity of the object's content, without
+	// quotes; empty when the store gives none.
+	ETag string
 }
 
 // Store is a read-only dataset store.

@@ -270,7 +270,7 @@ func testStat(t *testing.T, s zmap.Store, objects map[string][]byte) {
 		if got.Name != name || got.Dir || got.Size != int64(len(objects[key])) || got.ModTime.IsZero() {
 			t.Errorf("Stat(%q) = %+v, want name %q, size %d and a modification time", key, got, name, len(objects[key]))
 		}
-		if e := listed[key]; !e.ModTime.Equal(got.ModTime) || e.Size != got.Size || e.Name != got.Name || e.Dir {
+		if e := listed[key]; !e.ModTime.Equal(got.ModTime) || e.Size != got.Size || e.Name != got.Name || e.Dir || e.ETag != got.ETag {
 			t.Errorf("Stat(%q) = %+v, but Search lists %+v", key, got, e)
 		}
 	}
@@ -407,12 +407,13 @@ func expectedEntries(objects map[string][]byte, prefix string) []zmap.Entry {
 	return slices.SortedFunc(maps.Values(children), func(a, b zmap.Entry) int { return strings.Compare(a.Name, b.Name) })
 }
 
-// WithoutTimes returns entries with their ModTime cleared, to compare
-// them with entries built from an object set, which has no times.
+// WithoutTimes returns entries with their ModTime and ETag cleared, to
+// compare them with entries built from an object set, which has neither.
 func WithoutTimes(entries []zmap.Entry) []zmap.Entry {
 	out := slices.Clone(entries)
 	for i := range out {
 		out[i].ModTime = time.Time{}
+		out[i].ETag = ""
 	}
 	return out
 }
