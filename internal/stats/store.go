@@ -178,7 +178,7 @@ type StoreSnapshot struct {
 	// Requests counts the same requests by the kind of request they are
 	// on S3 (Kinds).
 	Requests Kinds `json:"requests"`
-	// Pacing is what a store that paces its requests (S3) did about a
+	// Pacing is what a store that paces its requests (a remote one) did about a
 	// busy or unreliable server; nil for other stores.
 	Pacing *PacingSnapshot `json:"pacing,omitempty"`
 }
@@ -200,7 +200,8 @@ type PacingSnapshot struct {
 	Changed int64 `json:"changed"`
 }
 
-// pacer is a store that paces its requests (zmap/s3.Store).
+// pacer is a store that paces its requests (a remote store: the counters
+// of its zmap/remote.Reader).
 type pacer interface {
 	Throttled() int64
 	RequestLimit() (now, lowest int)

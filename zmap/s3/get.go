@@ -2,75 +2,29 @@ package s3
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/nczarrfs/nczarrfs/zmap/remote"
 )
 
 // ErrChanged is wrapped by the error of a read whose object was replaced
 // while it was read: the rest of its body would have come from another
-// version, so the read fails rather than mix the two.
-var ErrChanged = errors.New("the object changed while it was read")
+// version, so the read fails rather than mix the two. It is
+// remote.ErrChanged.
+var ErrChanged = remote.ErrChanged
 
-// Get returns the whole object stored under key. A body that breaks off
-// is resumed where it broke (see ReadAt).
+// Get returns the whole object stored under key (GetObject). A body that
+// breaks off is resumed where it broke (see ReadAt).
 func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
-	ctx = withLastAnswer(ctx)
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
-	rctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	release, err := s.pace.acquire(rctx)
-	if err != nil {
-		return nil, s.mapErr(ctx, "GetObject", key, err)
-	}
-	defer release()
-	a, err := s.getObject(rctx, key, "", "")
-	if err != nil {
-		return nil, s.mapErr(ctx, "GetObject", key, err)
-	}
-	n := a.out.ContentLength
-	if n == nil || *n < 0 || *n > maxPrealloc {
-		// No length to check the body against: read it as it comes,
-		// and if it breaks off, the answer to the request for the rest
-		// says how long the object is.
-		head, err := s.readAll(a)
-		if err == nil {
-			return head, nil
-		}
-		etag := aws.ToString(a.out.ETag)
-		if etag == "" || rctx.Err() != nil || !sleep(rctx, backoffDelay(1)) {
-			return nil, s.mapErr(ctx, "GetObject", key, err)
-		}
-		s.resumed.Add(1)
-		b, err := s.getObject(rctx, key, fmt.Sprintf("bytes=%d-", len(head)), etag)
-		if err != nil {
-			return nil, s.resumeErr(ctx, key, err, etag, len(head), -1)
-		}
-		cr := aws.ToString(b.out.ContentRange)
-		start, end, size, rerr := rangeSize(cr)
-		if rerr != nil || start != int64(len(head)) || end != size-1 || size > maxPrealloc {
-			b.close()
-			return nil, s.mapErr(ctx, "GetObject", key, fmt.Errorf("asked for bytes %d- of the object, server sent Content-Range %q", len(head), cr))
-		}
-		data := make([]byte, size)
-		copy(data, head)
-		if err := s.readResumed(rctx, ctx, key, b, etag, data[len(head):], start); err != nil {
-			return nil, err
-		}
-		return data, nil
-	}
-	data := make([]byte, *n)
-	if err := s.readResumed(rctx, ctx, key, a, aws.ToString(a.out.ETag), data, 0); err != nil {
-		return nil, err
-	}
-	return data, nil
+	return s.r.Get(withLastAnswer(ctx), key)
 }
 
 // ReadAt reads len(p) bytes of the object under key at offset off with a
@@ -80,7 +34,8 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 // short, or stalled for a fifth of the timeout) is resumed from the byte
 // where it broke with a ranged GetObject conditional on the first answer's
 // ETag, after a short random wait, for as long as the timeout allows. An
-// object replaced in the meantime fails the read (ErrChanged).
+// object replaced in the meantime fails the read (ErrChanged). The work is
+// remote.Reader's.
 func (s *Store) ReadAt(ctx context.Context, key string, p []byte, off int64) (int, error) {
 	if err := checkKey(key); err != nil {
 		return 0, err
@@ -96,193 +51,83 @@ func (s *Store) ReadAt(ctx context.Context, key string, p []byte, off int64) (in
 		}
 		return 0, err
 	}
-	ctx = withLastAnswer(ctx)
-	rctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	release, err := s.pace.acquire(rctx)
-	if err != nil {
-		return 0, s.mapErr(ctx, "GetObject", key, err)
-	}
-	defer release()
-	rng := fmt.Sprintf("bytes=%d-%d", off, off+int64(len(p))-1)
-	a, err := s.getObject(rctx, key, rng, "")
-	if err != nil {
-		if status, _ := statusOf(err); status == http.StatusRequestedRangeNotSatisfiable {
-			// The range starts at or past the end (or the object is
-			// empty). A missing object is a 404, not a 416.
-			return 0, io.EOF
-		}
-		return 0, s.mapErr(ctx, "GetObject", key, err)
-	}
-	out := a.out
-	if out.ContentRange == nil || *out.ContentRange == "" {
-		// A server that ignores Range sends the whole object: skip to
-		// off. Such an answer is not resumed.
-		defer a.close()
-		if _, err := io.CopyN(io.Discard, a.body, off); err != nil {
-			if errors.Is(err, io.EOF) {
-				return 0, io.EOF
-			}
-			return 0, s.mapErr(ctx, "GetObject", key, err)
-		}
-		avail := int64(-1)
-		if out.ContentLength != nil {
-			avail = *out.ContentLength - off
-		}
-		n, err := io.ReadFull(a.body, p)
-		switch {
-		case err == nil:
-			return n, nil
-		case (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) && (avail < 0 || int64(n) >= avail):
-			return n, io.EOF
-		}
-		return n, s.mapErr(ctx, "GetObject", key, err)
-	}
-	start, end, err := rangeBounds(*out.ContentRange)
-	if err != nil || start != off || end < start || end-start+1 > int64(len(p)) {
-		a.close()
-		return 0, s.mapErr(ctx, "GetObject", key, fmt.Errorf("asked for %s, server sent Content-Range %q", rng, *out.ContentRange))
-	}
-	// The range says how many bytes must arrive, even when no
-	// Content-Length does: a body cut short is resumed, not EOF.
-	n := int(end - start + 1)
-	if err := s.readResumed(rctx, ctx, key, a, aws.ToString(a.out.ETag), p[:n], off); err != nil {
-		return 0, err
-	}
-	if n < len(p) {
-		return n, io.EOF
-	}
-	return n, nil
+	return s.r.ReadAt(withLastAnswer(ctx), key, p, off)
 }
 
-// answer is a GetObject in flight: its output and the cancellation of
-// the request, which ends a body read that waits.
-type answer struct {
-	out    *s3.GetObjectOutput
-	body   io.ReadCloser
-	cancel context.CancelFunc
-}
+// backend is the Store's remote.Backend: GetObject, and what S3's
+// answers mean.
+type backend struct{ s *Store }
 
-func (a *answer) close() {
-	a.body.Close()
-	a.cancel()
-}
-
-// getObject sends one GetObject for key within rctx: ranged when rng is
-// not "", conditional on etag (If-Match) when it is not "". A throttling
-// answer (503, 429) that outlasts the SDK's attempts is tried again after
-// a short wait, for as long as rctx allows: the pacer has meanwhile
-// lowered the requests in flight.
-func (s *Store) getObject(rctx context.Context, key, rng, etag string) (*answer, error) {
+// Open sends one GetObject for key within ctx: ranged when rng is not
+// nil, conditional on etag (If-Match) when it is not "". The SDK's
+// retryer has retried it as often as it would.
+func (b backend) Open(ctx context.Context, key string, rng *remote.Range, etag string) (*remote.Answer, error) {
+	s := b.s
 	in := &s3.GetObjectInput{Bucket: aws.String(s.loc.Bucket), Key: aws.String(s.loc.key(key))}
-	if rng != "" {
-		in.Range = aws.String(rng)
+	if rng != nil {
+		in.Range = aws.String(rng.Header())
 	}
 	if etag != "" {
 		in.IfMatch = aws.String(etag)
 	}
-	var a *answer
-	err := s.untilNotThrottled(rctx, func() error {
-		actx, cancel := context.WithCancel(rctx)
-		out, err := s.client.GetObject(actx, in)
-		if err != nil {
-			cancel()
-			return err
-		}
-		a = &answer{out: out, body: out.Body, cancel: cancel}
-		return nil
-	})
-	return a, err
-}
-
-// untilNotThrottled runs call, and again after a wait while it fails with
-// a throttling answer and rctx has time for another try.
-func (s *Store) untilNotThrottled(rctx context.Context, call func() error) error {
-	for attempt := 1; ; attempt++ {
-		err := call()
-		if status, _ := statusOf(err); err == nil || !throttleStatus(status) {
-			return err
-		}
-		if !sleep(rctx, backoffDelay(attempt)) {
-			if cerr := rctx.Err(); errors.Is(cerr, context.Canceled) {
-				return fmt.Errorf("%w: %w", cerr, err) // the caller gave up
-			}
-			// Out of time: the timeout, not the attempts, ended it
-			// (mapErr then says what the server last answered).
-			return fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
-		}
-		s.log.Debug("s3: throttled; trying again", "attempt", attempt+1)
+	actx, cancel := context.WithCancel(ctx)
+	out, err := s.client.GetObject(actx, in)
+	if err != nil {
+		cancel()
+		return nil, err
 	}
-}
-
-// stallAfter is how long a body may send nothing before it is given up
-// and resumed: a fifth of the timeout, so that a stalled connection costs
-// a part of it, not all.
-func (s *Store) stallAfter() time.Duration { return max(s.timeout/5, 50*time.Millisecond) }
-
-// readResumed fills p with the body of a, whose first byte is byte off of
-// the object, closing a. When the body breaks off it asks for the rest
-// (a ranged GetObject from the byte where it broke, If-Match etag, the
-// first answer's) after a short random wait, for as long as rctx allows.
-// Errors are mapped (ctx is the caller's).
-func (s *Store) readResumed(rctx, ctx context.Context, key string, a *answer, etag string, p []byte, off int64) error {
-	got, err := s.readBody(a, p)
-	for attempt := 1; got < len(p); attempt++ {
-		if etag == "" || rctx.Err() != nil || !sleep(rctx, backoffDelay(attempt)) {
-			// No ETag to hold the rest to the same version, or no time
-			// left for it.
-			if rctx.Err() != nil {
-				err = rctx.Err()
-			}
-			return s.mapErr(ctx, "GetObject", key, fmt.Errorf("body broke off after %d bytes of %d: %w", got, len(p), err))
-		}
-		s.resumed.Add(1)
-		s.log.Debug("s3: resuming a body that broke off", "key", s.url(key), "at", off+int64(got), "err", err)
-		rng := fmt.Sprintf("bytes=%d-%d", off+int64(got), off+int64(len(p))-1)
-		a, err = s.getObject(rctx, key, rng, etag)
-		if err != nil {
-			return s.resumeErr(ctx, key, err, etag, got, len(p))
-		}
-		if e := aws.ToString(a.out.ETag); e != "" && e != etag {
-			a.close()
-			s.changed.Add(1)
-			return s.mapErr(ctx, "GetObject", key, fmt.Errorf("%w (ETag %s, now %s)", ErrChanged, etag, e))
-		}
-		cr := aws.ToString(a.out.ContentRange)
-		if start, end, rerr := rangeBounds(cr); rerr != nil || start != off+int64(got) || end != off+int64(len(p))-1 {
-			a.close()
-			return s.mapErr(ctx, "GetObject", key, fmt.Errorf("asked for %s, server sent Content-Range %q", rng, cr))
-		}
-		var n int
-		n, err = s.readBody(a, p[got:])
-		got += n
+	a := &remote.Answer{
+		Body:         cancelOnClose{out.Body, cancel},
+		ContentRange: aws.ToString(out.ContentRange),
+		Length:       -1,
+		ETag:         aws.ToString(out.ETag),
 	}
-	return nil
-}
-
-// resumeErr maps the error of a request for the rest of a body: a 412
-// (Precondition Failed) means the object no longer has etag.
-func (s *Store) resumeErr(ctx context.Context, key string, err error, etag string, got, want int) error {
-	if status, _ := statusOf(err); status == http.StatusPreconditionFailed {
-		s.changed.Add(1)
-		return s.mapErr(ctx, "GetObject", key, fmt.Errorf("%w (ETag %s no longer matches, after %d bytes of %d)", ErrChanged, etag, got, want))
+	if out.ContentLength != nil {
+		a.Length = *out.ContentLength
 	}
-	return s.mapErr(ctx, "GetObject", key, err)
-}
-
-// readBody reads a's body into p until p is full or the body ends or
-// breaks, then closes it. (A body that stalls fails: client.)
-func (s *Store) readBody(a *answer, p []byte) (int, error) {
-	defer a.close()
-	got, err := io.ReadFull(a.body, p)
-	if err == io.EOF {
-		err = io.ErrUnexpectedEOF
+	if out.LastModified != nil {
+		a.ModTime = *out.LastModified
 	}
-	return got, err
+	return a, nil
 }
 
-// readAll reads a's whole body, then closes it.
-func (s *Store) readAll(a *answer) ([]byte, error) {
-	defer a.close()
-	return io.ReadAll(a.body)
+// Classify reads an SDK error's status and code. Errors other than
+// throttling have been retried by the SDK already: they are Failed.
+func (b backend) Classify(err error) remote.Class {
+	status, code := statusOf(err)
+	switch {
+	case code == "NoSuchBucket":
+		return remote.Failed // not a missing object: never a fill value
+	case status == http.StatusNotFound || code == "NoSuchKey" || code == "NotFound":
+		return remote.NotFound
+	case status == http.StatusForbidden || deniedCodes[code]:
+		return remote.Permission
+	case remote.ThrottleStatus(status):
+		return remote.Throttled
+	case status == http.StatusRequestedRangeNotSatisfiable:
+		return remote.RangeNotSatisfiable
+	case status == http.StatusPreconditionFailed:
+		return remote.Changed
+	}
+	return remote.Failed
+}
+
+// Err maps an error with mapErr, naming remote's GET GetObject.
+func (b backend) Err(ctx context.Context, op, key string, err error) error {
+	if op == "GET" {
+		op = "GetObject"
+	}
+	return b.s.mapErr(ctx, op, key, err)
+}
+
+// cancelOnClose is a body whose Close also cancels its request's context.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
 }

@@ -1,5 +1,6 @@
 // Package s3 is the zmap backend for datasets stored in Amazon S3 or an
-// S3-compatible server (MinIO, Ceph, ...), built on aws-sdk-go-v2.
+// S3-compatible server (MinIO, Ceph, ...), built on aws-sdk-go-v2. What
+// remote stores share (pacing, resumed bodies, timeouts) is zmap/remote's.
 //
 // A Store is rooted at a key prefix inside one bucket: store key "g/v/0.0"
 // is object "<prefix>/g/v/0.0". Search is ListObjectsV2 with delimiter "/",
@@ -24,7 +25,6 @@ import (
 	"net/url"
 	"os"
 	"path"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -38,6 +38,7 @@ import (
 	"github.com/aws/smithy-go/logging"
 
 	"github.com/nczarrfs/nczarrfs/zmap"
+	"github.com/nczarrfs/nczarrfs/zmap/remote"
 )
 
 // Defaults for Options.
@@ -91,9 +92,8 @@ type Store struct {
 	timeout  time.Duration
 	log      *slog.Logger
 	denials  atomic.Int64 // access-denied log lines written
-	pace     *pacer       // bounds the operations in flight (pacer.go)
-	resumed  atomic.Int64 // bodies resumed after they broke off
-	changed  atomic.Int64 // reads failed because the object changed
+	// r paces, bounds, retries and resumes the Store's requests.
+	r *remote.Reader
 }
 
 var _ zmap.Store = (*Store)(nil)
@@ -114,7 +114,7 @@ func Open(ctx context.Context, loc Location, opts Options) (*Store, error) {
 	if loc.Bucket == "" {
 		return nil, errors.New("s3: no bucket")
 	}
-	s := &Store{loc: loc, timeout: opts.Timeout, log: opts.Logger, pace: newPacer(maxInFlight)}
+	s := &Store{loc: loc, timeout: opts.Timeout, log: opts.Logger}
 	if s.timeout <= 0 {
 		s.timeout = DefaultTimeout
 		if v := os.Getenv(TimeoutEnv); v != "" {
@@ -128,6 +128,7 @@ func Open(ctx context.Context, loc Location, opts Options) (*Store, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	s.r = remote.NewReader(backend{s}, remote.Options{Timeout: s.timeout, MaxInFlight: maxInFlight, Name: "s3", Logger: s.log})
 	attempts := opts.MaxAttempts
 	if attempts <= 0 {
 		attempts = DefaultMaxAttempts
@@ -149,6 +150,7 @@ func Open(ctx context.Context, loc Location, opts Options) (*Store, error) {
 	if opts.Region != "" {
 		region = opts.Region
 	}
+	anonymous := opts.NoSignRequest
 
 	// The SDK's own buildable client keeps AWS_CA_BUNDLE working: the
 	// config loader can only add a CA bundle to this type.
@@ -191,7 +193,7 @@ func Open(ctx context.Context, loc Location, opts Options) (*Store, error) {
 	if region != "" {
 		loadOpts = append(loadOpts, config.WithRegion(region))
 	}
-	if opts.NoSignRequest {
+	if anonymous {
 		loadOpts = append(loadOpts, config.WithCredentialsProvider(aws.AnonymousCredentials{}))
 	}
 	// The SDK's own log lines (checksum notes, deprecation warnings) go
@@ -216,7 +218,9 @@ func Open(ctx context.Context, loc Location, opts Options) (*Store, error) {
 		cfg.HTTPClient = bc.Freeze()
 	}
 	s.http = cfg.HTTPClient
-	cfg.HTTPClient = client{HTTPClient: cfg.HTTPClient, p: s.pace, stall: s.stallAfter()}
+	// Every answer tells the pacer, and a body that sends nothing for a
+	// fifth of the timeout is given up (and resumed, or retried).
+	cfg.HTTPClient = remote.Watch(cfg.HTTPClient, s.r.Pacer(), remote.StallAfter(s.timeout))
 
 	s.client = s3.NewFromConfig(cfg, func(o *s3.Options) {
 		if endpoint != "" {
@@ -237,7 +241,7 @@ func Open(ctx context.Context, loc Location, opts Options) (*Store, error) {
 		s.endpoint = "Amazon S3 in " + cfg.Region
 	}
 
-	if opts.NoSignRequest {
+	if anonymous {
 		s.creds = "none (anonymous requests, --no-sign-request)"
 	} else if cfg.Credentials == nil {
 		return nil, errors.New("s3: no AWS credentials provider configured")
@@ -300,49 +304,6 @@ func (s *Store) Timeout() time.Duration { return s.timeout }
 // Location returns the location the Store was opened with.
 func (s *Store) Location() Location { return s.loc }
 
-// rangeBounds returns START and END of a Content-Range value
-// "bytes START-END/SIZE".
-func rangeBounds(cr string) (start, end int64, err error) {
-	start, end, _, err = rangeSize(cr)
-	return start, end, err
-}
-
-// rangeSize returns START, END and SIZE of a Content-Range value
-// "bytes START-END/SIZE"; SIZE is -1 when it is "*".
-func rangeSize(cr string) (start, end, size int64, err error) {
-	start, end, err = parseRange(cr)
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	_, total, _ := strings.Cut(cr, "/")
-	if total == "*" {
-		return start, end, -1, nil
-	}
-	if size, err = strconv.ParseInt(total, 10, 64); err != nil {
-		return 0, 0, 0, fmt.Errorf("not a byte range: %q", cr)
-	}
-	return start, end, size, nil
-}
-
-func parseRange(cr string) (start, end int64, err error) {
-	v, ok := strings.CutPrefix(cr, "bytes ")
-	if !ok {
-		return 0, 0, fmt.Errorf("not a byte range: %q", cr)
-	}
-	v, _, _ = strings.Cut(v, "/")
-	first, last, ok := strings.Cut(v, "-")
-	if !ok {
-		return 0, 0, fmt.Errorf("not a byte range: %q", cr)
-	}
-	if start, err = strconv.ParseInt(first, 10, 64); err != nil {
-		return 0, 0, err
-	}
-	if end, err = strconv.ParseInt(last, 10, 64); err != nil {
-		return 0, 0, err
-	}
-	return start, end, nil
-}
-
 // Parallelism is how many requests a reader of a Store should keep in
 // flight: S3 answers each after tens of milliseconds, so only many at
 // once fill the bandwidth.
@@ -355,15 +316,15 @@ const maxInFlight = 2 * Parallelism
 
 // Throttled returns how many answers asked the Store to slow down (503,
 // 429), retried ones included.
-func (s *Store) Throttled() int64 { return s.pace.throttled.Load() }
+func (s *Store) Throttled() int64 { return s.r.Throttled() }
 
 // RequestLimit returns the bound on operations in flight now, and the
 // lowest it has been.
-func (s *Store) RequestLimit() (now, lowest int) { return s.pace.state() }
+func (s *Store) RequestLimit() (now, lowest int) { return s.r.RequestLimit() }
 
 // Resumed returns how many bodies were resumed after they broke off, and
 // how many reads failed because the object changed meanwhile.
-func (s *Store) Resumed() (resumed, changed int64) { return s.resumed.Load(), s.changed.Load() }
+func (s *Store) Resumed() (resumed, changed int64) { return s.r.Resumed() }
 
 // Parallelism returns the package's Parallelism (nczarr.Open asks).
 func (s *Store) Parallelism() int { return Parallelism }
@@ -385,15 +346,8 @@ func (s *Store) Stat(ctx context.Context, key string) (zmap.Entry, error) {
 	if err := checkKey(key); err != nil {
 		return zmap.Entry{}, err
 	}
-	rctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	release, err := s.pace.acquire(rctx)
-	if err != nil {
-		return zmap.Entry{}, s.mapErr(ctx, "HeadObject", key, err)
-	}
-	defer release()
 	var out *s3.HeadObjectOutput
-	err = s.untilNotThrottled(rctx, func() (err error) {
+	err := s.r.Do(ctx, func(rctx context.Context) (err error) {
 		out, err = s.client.HeadObject(rctx, &s3.HeadObjectInput{
 			Bucket: aws.String(s.loc.Bucket),
 			Key:    aws.String(s.loc.key(key)),
@@ -421,17 +375,10 @@ func modTime(t *time.Time) time.Time {
 // nextPage fetches one listing page within the request timeout, decoded
 // by decodeListsFast.
 func (s *Store) nextPage(ctx context.Context, pager *s3.ListObjectsV2Paginator) (*s3.ListObjectsV2Output, error) {
-	rctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	release, err := s.pace.acquire(rctx)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
 	// The paginator moves on only after a success: a throttled page
 	// is asked again.
 	var page *s3.ListObjectsV2Output
-	err = s.untilNotThrottled(rctx, func() (err error) {
+	err := s.r.Do(ctx, func(rctx context.Context) (err error) {
 		page, err = pager.NextPage(rctx, s3.WithAPIOptions(decodeListsFast))
 		return err
 	})
@@ -469,10 +416,6 @@ func (s *Store) url(k string) string {
 // with an empty, "." or ".." segment (which covers leading and trailing
 // slashes). S3 would take such keys literally; the zmap contract says they
 // name nothing, so the error wraps zmap.ErrNotFound.
-// maxPrealloc bounds the buffer Get sizes from a Content-Length header
-// before any byte has arrived.
-const maxPrealloc = 1 << 30
-
 func checkKey(key string) error {
 	if !zmap.ValidKey(key) {
 		return fmt.Errorf("s3: invalid key %q: %w", key, zmap.ErrNotFound)
@@ -532,6 +475,13 @@ func describeCredentials(source, profile string) string {
 		return "unknown source"
 	}
 	return source
+}
+
+// backoff is the SDK retryer's wait between attempts: remote.Backoff.
+type backoff struct{}
+
+func (backoff) BackoffDelay(attempt int, _ error) (time.Duration, error) {
+	return remote.Backoff(attempt), nil
 }
 
 // loggingRetryer is the standard retryer, logging each retry at debug level.

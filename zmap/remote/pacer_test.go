@@ -1,4 +1,4 @@
-package s3
+package remote
 
 import (
 	"context"
@@ -10,24 +10,24 @@ import (
 // once for the requests in flight at the time, successes raise it by
 // about one per limit of them, and acquire waits for a slot.
 func TestPacer(t *testing.T) {
-	p := newPacer(32)
+	p := NewPacer(32)
 	sent := time.Now()
-	p.throttle(sent)
-	if now, lowest := p.state(); now != 16 || lowest != 16 {
+	p.Throttle(sent)
+	if now, lowest := p.State(); now != 16 || lowest != 16 {
 		t.Fatalf("after one throttle: limit %d, lowest %d; want 16, 16", now, lowest)
 	}
 	// The rest of the burst, sent before the cut: no further cut.
 	for range 10 {
-		p.throttle(sent)
+		p.Throttle(sent)
 	}
-	if now, _ := p.state(); now != 16 {
+	if now, _ := p.State(); now != 16 {
 		t.Fatalf("after the rest of the burst: limit %d; want 16", now)
 	}
 	// Requests sent after the cut cut again, down to 1 and no further.
 	for range 10 {
-		p.throttle(time.Now().Add(time.Millisecond))
+		p.Throttle(time.Now().Add(time.Millisecond))
 	}
-	if now, lowest := p.state(); now != 1 || lowest != 1 {
+	if now, lowest := p.State(); now != 1 || lowest != 1 {
 		t.Fatalf("after throttles past the cut: limit %d, lowest %d; want 1, 1", now, lowest)
 	}
 	if got := p.throttled.Load(); got != 21 {
@@ -36,35 +36,35 @@ func TestPacer(t *testing.T) {
 	// Additive increase: 1 success at 1, 2 at 2, 3 at 3 (and one for
 	// the rounding of thirds) to reach 4.
 	for range 7 {
-		p.succeed()
+		p.Succeed()
 	}
-	if now, lowest := p.state(); now != 4 || lowest != 1 {
+	if now, lowest := p.State(); now != 4 || lowest != 1 {
 		t.Errorf("after 7 successes: limit %d, lowest %d; want 4, 1", now, lowest)
 	}
 	for range 10000 {
-		p.succeed()
+		p.Succeed()
 	}
-	if now, _ := p.state(); now != 32 {
+	if now, _ := p.State(); now != 32 {
 		t.Errorf("after many successes: limit %d; want the maximum, 32", now)
 	}
 
 	// acquire: at limit 1, a second caller waits for the first's release.
-	p = newPacer(32)
+	p = NewPacer(32)
 	for range 5 {
-		p.throttle(time.Now().Add(time.Millisecond))
+		p.Throttle(time.Now().Add(time.Millisecond))
 	}
-	release, err := p.acquire(context.Background())
+	release, err := p.Acquire(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	if _, err := p.acquire(ctx); err != context.DeadlineExceeded {
+	if _, err := p.Acquire(ctx); err != context.DeadlineExceeded {
 		t.Fatalf("second acquire at limit 1 = %v; want it to wait until its context ends", err)
 	}
 	got := make(chan error, 1)
 	go func() {
-		r, err := p.acquire(context.Background())
+		r, err := p.Acquire(context.Background())
 		if err == nil {
 			r()
 		}
@@ -77,14 +77,14 @@ func TestPacer(t *testing.T) {
 	}
 
 	// Waiters are served first come, first served.
-	release, err = p.acquire(context.Background())
+	release, err = p.Acquire(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	order := make(chan int, 3)
 	for i := range 3 {
 		go func() {
-			r, err := p.acquire(context.Background())
+			r, err := p.Acquire(context.Background())
 			if err != nil {
 				t.Error(err)
 				return
@@ -111,8 +111,8 @@ func TestPacer(t *testing.T) {
 func TestBackoffDelay(t *testing.T) {
 	for attempt, d := range map[int]time.Duration{1: 50 * time.Millisecond, 2: 100 * time.Millisecond, 5: 800 * time.Millisecond, 6: time.Second, 40: time.Second} {
 		for range 100 {
-			if got := backoffDelay(attempt); got < d/2 || got >= d {
-				t.Fatalf("backoffDelay(%d) = %v, want in [%v, %v)", attempt, got, d/2, d)
+			if got := Backoff(attempt); got < d/2 || got >= d {
+				t.Fatalf("Backoff(%d) = %v, want in [%v, %v)", attempt, got, d/2, d)
 			}
 		}
 	}

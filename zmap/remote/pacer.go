@@ -1,4 +1,4 @@
-package s3
+package remote
 
 import (
 	"container/list"
@@ -10,14 +10,15 @@ import (
 	"time"
 )
 
-// pacer bounds a Store's operations in flight and moves the bound with
+// Pacer bounds a store's operations in flight and moves the bound with
 // the server's answers, additive increase and multiplicative decrease as
-// TCP does with its window: every throttling answer (503, 429) halves it,
-// once for the requests that were in flight when the first of them
-// came, and every success raises it by 1/limit, about one a round trip.
-// One pacer serves the whole Store, so that all its readers slow down
-// together when the bucket says so, and speed up again together.
-type pacer struct {
+// TCP does with its window: every throttling answer (503, 429, Azure's
+// ServerBusy) halves it, once for the requests that were in flight when
+// the first of them came, and every success raises it by 1/limit, about
+// one a round trip. One Pacer serves a whole store, so that all its
+// readers slow down together when the server says so, and speed up again
+// together. Its methods are safe for concurrent use.
+type Pacer struct {
 	max, min float64
 
 	mu       sync.Mutex
@@ -32,12 +33,19 @@ type pacer struct {
 	throttled atomic.Int64 // throttling answers seen
 }
 
-func newPacer(limit int) *pacer {
-	return &pacer{max: float64(limit), min: 1, limit: float64(limit), lowest: float64(limit)}
+// Throttled returns how many throttling answers Throttle was told of.
+func (p *Pacer) Throttled() int64 { return p.throttled.Load() }
+
+// NewPacer returns a Pacer that allows limit operations in flight at
+// most, and starts there.
+func NewPacer(limit int) *Pacer {
+	return &Pacer{max: float64(limit), min: 1, limit: float64(limit), lowest: float64(limit)}
 }
 
-// acquire waits for a slot, or for ctx to end; release gives it back.
-func (p *pacer) acquire(ctx context.Context) (release func(), err error) {
+// Acquire blocks until a slot is free, first come first served, or until
+// ctx ends (then it returns ctx.Err()). The caller calls release once its
+// operation is over; calling it again does nothing.
+func (p *Pacer) Acquire(ctx context.Context) (release func(), err error) {
 	var once sync.Once
 	release = func() { once.Do(p.release) }
 	p.mu.Lock()
@@ -67,7 +75,7 @@ func (p *pacer) acquire(ctx context.Context) (release func(), err error) {
 	}
 }
 
-func (p *pacer) release() {
+func (p *Pacer) release() {
 	p.mu.Lock()
 	p.inFlight--
 	p.grant()
@@ -75,7 +83,7 @@ func (p *pacer) release() {
 }
 
 // grant hands the free slots to the first waiters. p.mu is held.
-func (p *pacer) grant() {
+func (p *Pacer) grant() {
 	for p.inFlight < int(p.limit) && p.waiters.Len() > 0 {
 		granted := p.waiters.Remove(p.waiters.Front()).(chan struct{})
 		p.inFlight++
@@ -83,10 +91,10 @@ func (p *pacer) grant() {
 	}
 }
 
-// throttle notes a throttling answer to a request sent at sent. Answers
+// Throttle notes a throttling answer to a request sent at sent. Answers
 // to requests sent before the last cut were part of the burst that cut
 // it, and cut it no further.
-func (p *pacer) throttle(sent time.Time) {
+func (p *Pacer) Throttle(sent time.Time) {
 	p.throttled.Add(1)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -98,8 +106,8 @@ func (p *pacer) throttle(sent time.Time) {
 	p.lastCut = time.Now()
 }
 
-// succeed notes an answer that was not throttled.
-func (p *pacer) succeed() {
+// Succeed notes an answer that was not throttled.
+func (p *Pacer) Succeed() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.limit >= p.max {
@@ -109,30 +117,24 @@ func (p *pacer) succeed() {
 	p.grant()
 }
 
-// state returns the current and the lowest limit.
-func (p *pacer) state() (limit, lowest int) {
+// State returns the current and the lowest limit.
+func (p *Pacer) State() (limit, lowest int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return int(p.limit), int(p.lowest)
 }
 
-// throttleStatus reports whether an HTTP status asks the client to slow
-// down: 503 (S3's SlowDown) or 429.
-func throttleStatus(status int) bool {
+// ThrottleStatus reports whether an HTTP status asks the client to slow
+// down: 503 (S3's SlowDown, Azure's ServerBusy) or 429.
+func ThrottleStatus(status int) bool {
 	return status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests
 }
 
-// backoff is the wait before retry number attempt (1 for the first):
+// Backoff is the wait before retry number attempt (1 for the first):
 // random in [d/2, d) with d doubling from 50 ms, up to 1 s. Short, so that
-// several retries and resumes fit in one operation's timeout; the pacer,
+// several retries and resumes fit in one operation's timeout; the Pacer,
 // not the wait, is what relieves a throttling server.
-type backoff struct{}
-
-func (backoff) BackoffDelay(attempt int, _ error) (time.Duration, error) {
-	return backoffDelay(attempt), nil
-}
-
-func backoffDelay(attempt int) time.Duration {
+func Backoff(attempt int) time.Duration {
 	d := time.Second
 	if attempt < 6 {
 		d = 50 * time.Millisecond << max(attempt-1, 0)
@@ -140,9 +142,9 @@ func backoffDelay(attempt int) time.Duration {
 	return d/2 + rand.N(d/2)
 }
 
-// sleep waits d, or until ctx ends; it reports whether d passed. It does
+// Sleep waits d, or until ctx ends; it reports whether d passed. It does
 // not start a wait that would outlast ctx's deadline.
-func sleep(ctx context.Context, d time.Duration) bool {
+func Sleep(ctx context.Context, d time.Duration) bool {
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
 		return false
 	}
