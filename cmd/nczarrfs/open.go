@@ -26,10 +26,10 @@ func sourceFlags() []cli.Flag {
 	return append([]cli.Flag{
 		&cli.StringFlag{Name: "cache-size", Value: "256MiB", Usage: "memory for decoded chunks (bytes, or with a KiB/MiB/GiB suffix)"},
 		&cli.BoolFlag{Name: "debug", Usage: "log debug messages"},
-		&cli.StringFlag{Name: "endpoint-url", Usage: "S3 endpoint, e.g. http://127.0.0.1:9000", EnvVars: []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"}},
+		&cli.StringFlag{Name: "endpoint-url", Usage: "S3 endpoint, e.g. http://127.0.0.1:9000, or Azure blob service endpoint, e.g. http://127.0.0.1:10000/devstoreaccount1", EnvVars: []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"}},
 		&cli.StringFlag{Name: "region", Usage: "S3 region (default from the AWS configuration)"},
 		&cli.StringFlag{Name: "profile", Usage: "AWS shared-config profile"},
-		&cli.BoolFlag{Name: "no-sign-request", Usage: "read a public bucket without credentials"},
+		&cli.BoolFlag{Name: "no-sign-request", Usage: "read a public bucket or container without credentials"},
 		&cli.DurationFlag{Name: "s3-timeout", Usage: "bound on each S3 request, retries included", DefaultText: "30s, or NCZARRFS_S3_TIMEOUT"},
 		metadataTTLFlag(),
 	}, diskCacheFlags()...)

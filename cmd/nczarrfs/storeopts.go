@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/nczarrfs/nczarrfs/zmap"
+	"github.com/nczarrfs/nczarrfs/zmap/azure"
 	"github.com/nczarrfs/nczarrfs/zmap/listcache"
 	"github.com/nczarrfs/nczarrfs/zmap/s3"
 	"github.com/nczarrfs/nczarrfs/zmap/source"
@@ -70,6 +72,12 @@ func storeOptions(c *cli.Context, log *slog.Logger, timeout time.Duration) (sour
 			Timeout:       timeout,
 			Logger:        log,
 		},
+		Azure: azure.Options{
+			EndpointURL: azureEndpoint(c.String("endpoint-url")),
+			Anonymous:   c.Bool("no-sign-request"),
+			Timeout:     timeout,
+			Logger:      log,
+		},
 		CacheDir:    c.String("cache-dir"),
 		FollowLinks: c.Bool("follow-links"),
 	}
@@ -84,4 +92,14 @@ func storeOptions(c *cli.Context, log *slog.Logger, timeout time.Duration) (sour
 		opts.CacheDirSize = n
 	}
 	return opts, nil
+}
+
+// azureEndpoint is --endpoint-url for an Azure source: the flag's value
+// unless it came from AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL, which name
+// an S3 endpoint, not a blob service.
+func azureEndpoint(v string) string {
+	if v != "" && (v == os.Getenv("AWS_ENDPOINT_URL_S3") || v == os.Getenv("AWS_ENDPOINT_URL")) {
+		return ""
+	}
+	return v
 }

@@ -13,12 +13,14 @@ import (
 	"strings"
 
 	"github.com/nczarrfs/nczarrfs/zmap"
+	"github.com/nczarrfs/nczarrfs/zmap/azure"
 	"github.com/nczarrfs/nczarrfs/zmap/file"
 	"github.com/nczarrfs/nczarrfs/zmap/s3"
 	"github.com/nczarrfs/nczarrfs/zmap/zip"
 )
 
-// Storage is a storage medium: "file" (directory tree), "zip" or "s3".
+// Storage is a storage medium: "file" (directory tree), "zip", "s3" or
+// "azure".
 type Storage string
 
 // The storage media.
@@ -26,6 +28,9 @@ const (
 	File Storage = "file"
 	Zip  Storage = "zip"
 	S3   Storage = "s3"
+	// Azure is Azure Blob Storage: az://, abfs:// and
+	// https://ACCOUNT.blob.core.windows.net URLs (azure.go).
+	Azure Storage = "azure"
 )
 
 // Source is a parsed SOURCE: everything the user's string says, parsed
@@ -39,6 +44,8 @@ type Source struct {
 	// S3 is where an s3 source lives, its Profile taken from the
 	// fragment's awsprofile or aws.profile.
 	S3 s3.Location
+	// Azure is where an azure source lives.
+	Azure azure.Location
 	// Params holds the fragment's other keys (netcdf-c has several, such
 	// as log or show), lower-cased, each with its value as written ("" for
 	// a bare key).
@@ -67,6 +74,9 @@ func Parse(raw string) (Source, error) {
 		return s, fmt.Errorf("source %q: %w", Redact(raw), err)
 	}
 	s.Storage, s.Format, s.Version, s.Params = f.Storage, f.Format, f.Version, f.Params
+	if azure.IsURL(u) {
+		return parseAzure(s, u)
+	}
 	switch scheme := strings.ToLower(u.Scheme); scheme {
 	case "file":
 		if u.Host != "" && u.Host != "localhost" {
@@ -89,7 +99,7 @@ func Parse(raw string) (Source, error) {
 		}
 		s.S3.Profile = f.Profile
 	default:
-		return s, fmt.Errorf("source %q: unsupported scheme %q (use file, s3, http or https)", Redact(raw), u.Scheme)
+		return s, fmt.Errorf("source %q: unsupported scheme %q (use file, s3, az, abfs, http or https)", Redact(raw), u.Scheme)
 	}
 	return s, nil
 }
@@ -202,19 +212,26 @@ func openLocal(s Source, opts Options) (zmap.Store, error) {
 
 // Open opens any source. S3 sources go to openS3, set by the s3 wiring.
 func Open(ctx context.Context, s Source, opts Options) (zmap.Store, error) {
-	if s.Storage == S3 {
+	switch s.Storage {
+	case S3:
 		return openS3(ctx, s, opts)
+	case Azure:
+		return openAzure(ctx, s, opts)
 	}
 	return openLocal(s, opts)
 }
 
 // Redact returns raw with any user information (user:password@) removed,
-// for logs and the mount table.
+// and any query replaced by REDACTED (an Azure URL's query is a SAS
+// token), for logs and the mount table.
 func Redact(raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
+	if err != nil || u.User == nil && u.RawQuery == "" {
 		return raw
 	}
 	u.User = nil
+	if u.RawQuery != "" {
+		u.RawQuery = "REDACTED"
+	}
 	return u.String()
 }
