@@ -181,15 +181,27 @@ func (s *Store) check(ctx context.Context) error {
 		page, err = pager.NextPage(rctx)
 		return err
 	})
+	notService := func(what string) error {
+		return &Error{Op: "ListBlobs", URL: s.url(""), Err: err,
+			Msg: fmt.Sprintf("%s is not a blob service: it answered List Blobs with %s (is --endpoint-url the blob service endpoint?)", s.endpoint, what)}
+	}
 	if err != nil {
 		e := s.mapErr(ctx, "ListBlobs", "", err)
 		status, code := statusOf(err)
+		if status == http.StatusNotFound && code == "" {
+			// Azure says which resource is missing; a web server
+			// does not.
+			return notService("404 without an error code")
+		}
 		if s.creds.kind == anonymous && (status == http.StatusForbidden || status == http.StatusNotFound && code == "ResourceNotFound") {
 			s.log.Info("azure: listing not permitted without credentials; continuing, reads may still be allowed",
 				"container", s.loc.Container, "err", e)
 			return nil
 		}
 		return e
+	}
+	if page.ContainerName == nil && page.ServiceEndpoint == nil {
+		return notService("no EnumerationResults")
 	}
 	if page.Segment == nil || len(page.Segment.BlobItems) == 0 {
 		s.log.Debug("azure: no blobs under the dataset prefix", "location", s.loc.String(), "endpoint", s.endpoint)

@@ -3,6 +3,9 @@ package azure_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -20,13 +23,14 @@ func TestBadInput(t *testing.T) {
 	srv.Put(t, "private", map[string][]byte{"ds/.zgroup": []byte(`{"zarr_format":2}`)})
 	// A key of the right form that is not the account's.
 	wrongKey := "d3Jvbmcta2V5LWZvci10aGUtdGVzdHMtb25seS0wMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDA="
-	tests := []struct {
+	type badCase struct {
 		name      string
 		container string
 		opts      azure.Options
 		want      []string // parts of the message
 		kind      error
-	}{
+	}
+	tests := []badCase{
 		{name: "wrong key", container: "private",
 			opts: azure.Options{Getenv: env(azure.AccountEnv, azuritetest.Account, azure.KeyEnv, wrongKey)},
 			want: []string{"access denied", "not accepted", "AZURE_STORAGE_ACCOUNT and AZURE_STORAGE_KEY (account devstoreaccount1)"},
@@ -38,6 +42,20 @@ func TestBadInput(t *testing.T) {
 		{name: "missing container", container: "nosuch",
 			want: []string{`container "nosuch" does not exist at ` + srv.Endpoint}},
 	}
+	// Servers that are not a blob service: a web server that answers
+	// every request with a page, and one that answers 404 to all.
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "<html><body>It works!</body></html>")
+	}))
+	t.Cleanup(page.Close)
+	notFound := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(notFound.Close)
+	tests = append(tests,
+		badCase{name: "a web server", container: "private", opts: azure.Options{EndpointURL: page.URL + "/acct"},
+			want: []string{"not a blob service", page.URL}},
+		badCase{name: "a server that answers 404", container: "private", opts: azure.Options{EndpointURL: notFound.URL + "/acct"},
+			want: []string{"not a blob service", notFound.URL}},
+	)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			loc, err := azure.ParseURL("az://" + tt.container + "/ds")
