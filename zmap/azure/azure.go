@@ -43,10 +43,11 @@ import (
 const (
 	// DefaultTimeout bounds one store operation, retries included.
 	DefaultTimeout = 30 * time.Second
-	// TimeoutEnv names the environment variable that sets the timeout
-	// when Options.Timeout is zero (the same as for S3).
-	TimeoutEnv = "NCZARRFS_S3_TIMEOUT"
 )
+
+// TimeoutEnv names the environment variables that set the timeout when
+// Options.Timeout is zero, in order (those of every remote store).
+var TimeoutEnv = []string{"NCZARRFS_TIMEOUT", "NCZARRFS_S3_TIMEOUT"}
 
 // Options configure Open. Zero values mean "from the URL and the
 // environment, else the default".
@@ -59,8 +60,8 @@ type Options struct {
 	// credentials the environment holds (--no-sign-request).
 	Anonymous bool
 	// Timeout bounds every store operation (one page for Search), retries
-	// included. When zero, NCZARRFS_S3_TIMEOUT (a Go duration such as
-	// "10s") sets it, else DefaultTimeout.
+	// included. When zero, NCZARRFS_TIMEOUT or NCZARRFS_S3_TIMEOUT (a Go
+	// duration such as "10s") sets it, else DefaultTimeout.
 	Timeout time.Duration
 	// Logger receives access-denied warnings and retry debug lines; nil
 	// discards them. Nothing logged contains a secret.
@@ -117,12 +118,15 @@ func Open(ctx context.Context, loc Location, opts Options) (*Store, error) {
 	s := &Store{loc: loc, creds: c, endpoint: c.endpoint, timeout: opts.Timeout, log: opts.Logger}
 	if s.timeout <= 0 {
 		s.timeout = DefaultTimeout
-		if v := getenv(TimeoutEnv); v != "" {
-			d, err := time.ParseDuration(v)
-			if err != nil || d <= 0 {
-				return nil, fmt.Errorf("azure: %s=%q is not a positive duration such as 10s", TimeoutEnv, v)
+		for _, name := range TimeoutEnv {
+			if v := getenv(name); v != "" {
+				d, err := time.ParseDuration(v)
+				if err != nil || d <= 0 {
+					return nil, fmt.Errorf("azure: %s=%q is not a positive duration such as 10s", name, v)
+				}
+				s.timeout = d
+				break
 			}
-			s.timeout = d
 		}
 	}
 	if s.log == nil {

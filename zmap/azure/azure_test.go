@@ -3,7 +3,9 @@ package azure_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/nczarrfs/nczarrfs/internal/azuritetest"
 	"github.com/nczarrfs/nczarrfs/zmap"
@@ -74,5 +76,34 @@ func TestConformance(t *testing.T) {
 				return open(t, srv, name, prefix, azure.Options{})
 			})
 		})
+	}
+}
+
+// TestTimeoutEnv: Options.Timeout, else NCZARRFS_TIMEOUT, else
+// NCZARRFS_S3_TIMEOUT, else DefaultTimeout bounds each operation; a value
+// that is not a duration fails Open.
+func TestTimeoutEnv(t *testing.T) {
+	srv := azuritetest.Start(t)
+	srv.CreateContainer(t, "timeouts", azuritetest.Private)
+	withKey := func(kv ...string) func(string) string {
+		return env(append([]string{azure.AccountEnv, azuritetest.Account, azure.KeyEnv, azuritetest.Key}, kv...)...)
+	}
+	for _, tt := range []struct {
+		opts azure.Options
+		want time.Duration
+	}{
+		{azure.Options{Getenv: withKey()}, azure.DefaultTimeout},
+		{azure.Options{Getenv: withKey("NCZARRFS_S3_TIMEOUT", "7s")}, 7 * time.Second},
+		{azure.Options{Getenv: withKey("NCZARRFS_TIMEOUT", "5s", "NCZARRFS_S3_TIMEOUT", "7s")}, 5 * time.Second},
+		{azure.Options{Getenv: withKey("NCZARRFS_TIMEOUT", "5s"), Timeout: 3 * time.Second}, 3 * time.Second},
+	} {
+		if got := open(t, srv, "timeouts", "", tt.opts).Timeout(); got != tt.want {
+			t.Errorf("Timeout() = %v, want %v", got, tt.want)
+		}
+	}
+	loc, _ := azure.ParseURL("az://timeouts")
+	_, err := azure.Open(context.Background(), loc, azure.Options{EndpointURL: srv.Endpoint, Getenv: withKey("NCZARRFS_TIMEOUT", "soon")})
+	if err == nil || !strings.Contains(err.Error(), `NCZARRFS_TIMEOUT="soon"`) {
+		t.Errorf("Open with NCZARRFS_TIMEOUT=soon: %v", err)
 	}
 }
