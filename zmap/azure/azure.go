@@ -85,7 +85,7 @@ type Store struct {
 	*remote.Reader // Get, ReadAt, Timeout and the pacing counters
 
 	client   *container.Client
-	http     *http.Client
+	tr       *http.Transport
 	loc      Location
 	creds    creds
 	endpoint string // the blob service endpoint, for messages
@@ -139,9 +139,9 @@ func Open(ctx context.Context, loc Location, opts Options) (*Store, error) {
 	tr.ResponseHeaderTimeout = s.timeout
 	// Keep a connection for every request in flight.
 	tr.MaxIdleConnsPerHost = 2 * Parallelism
-	s.http = &http.Client{Transport: tr}
+	s.tr = tr
 	copts := &container.ClientOptions{ClientOptions: policy.ClientOptions{
-		Transport: remote.Watch(s.http, s.Pacer(), remote.StallAfter(s.timeout)),
+		Transport: remote.Watch(roundTripper{tr}, s.Pacer(), remote.StallAfter(s.timeout)),
 		// remote.Reader retries, within the timeout.
 		Retry:     policy.RetryOptions{MaxRetries: -1},
 		Telemetry: policy.TelemetryOptions{ApplicationID: "nczarrfs"},
@@ -291,9 +291,16 @@ func (s *Store) Stat(ctx context.Context, key string) (zmap.Entry, error) {
 // Close drops the Store's idle connections. The Store must not be used
 // after Close.
 func (s *Store) Close() error {
-	s.http.CloseIdleConnections()
+	s.tr.CloseIdleConnections()
 	return nil
 }
+
+// roundTripper sends requests with the transport itself, not through an
+// http.Client, whose errors (*url.Error) quote the request's URL: with a
+// SAS token, its query is a secret. The service never redirects.
+type roundTripper struct{ rt http.RoundTripper }
+
+func (r roundTripper) Do(req *http.Request) (*http.Response, error) { return r.rt.RoundTrip(req) }
 
 // listPrefix is the List Blobs prefix for the children of store key k.
 func (s *Store) listPrefix(k string) *string {

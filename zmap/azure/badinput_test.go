@@ -136,3 +136,27 @@ func TestAnonymous(t *testing.T) {
 		}
 	}
 }
+
+// TestSASNotShown: a SAS token in the URL appears in no error, whether the
+// endpoint refuses the connection or answers 403.
+func TestSASNotShown(t *testing.T) {
+	srv := azuritetest.Start(t)
+	srv.CreateContainer(t, "private", azuritetest.Private)
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close() // its port now refuses connections
+	const sig = "c2VjcmV0LXNpZ25hdHVyZQ"
+	loc, err := azure.ParseURL("https://acct.blob.core.windows.net/private/ds?sv=2024-01-01&sp=rl&sig=" + sig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ep := range []string{closed.URL + "/acct", srv.Endpoint} {
+		_, err := azure.Open(context.Background(), loc, azure.Options{EndpointURL: ep, Getenv: env(), Timeout: 2 * time.Second})
+		if err == nil {
+			t.Fatalf("Open through %s succeeded", ep)
+		}
+		t.Logf("Open through %s: %v", ep, err)
+		if strings.Contains(err.Error(), sig) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("error %q shows the SAS or is more than one line", err)
+		}
+	}
+}
