@@ -12,6 +12,7 @@ package test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -281,5 +282,78 @@ func TestAzureMountFaults(t *testing.T) {
 	}
 	if d.exited() {
 		t.Fatalf("the daemon exited:\n%s", clip(d.output.String()))
+	}
+}
+
+// TestAzureDiskCache mounts a dataset with --cache-dir, then mounts it
+// again once the first mount is gone: both read the reference tools'
+// values; the first writes the blobs it fetched whole into the folder,
+// and the second reads them from there (.nczarrfs/stats, disk_cache).
+// (No faultproxy here: checkDataset maps data files, and a page fault on
+// a mount whose store is served from the test's own process can stall it.)
+func TestAzureDiskCache(t *testing.T) {
+	srv := azuritetest.Start(t)
+	azureEnv(t, srv)
+	srv.CreateContainer(t, "cached", azuritetest.Private)
+	set, ds := basicDataset(t)
+	srv.PutTree(t, "cached", ds.Name, ds.TreePath(set))
+	args := []string{"--endpoint-url", srv.Endpoint, "--cache-dir", t.TempDir(), "--cache-dir-size", "64MiB"}
+	source := "az://cached/" + ds.Name + "#mode=" + azureMode(set)
+	var disk [2]stats.DiskSnapshot
+	for i := range disk {
+		t.Run(fmt.Sprint("mount ", i+1), func(t *testing.T) {
+			mnt := mount(t, source, args...)
+			checkDataset(t, mnt, set, ds)
+			b, err := os.ReadFile(filepath.Join(mnt, ".nczarrfs", "stats"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var snap stats.Snapshot
+			if err := json.Unmarshal(b, &snap); err != nil || snap.Disk == nil {
+				t.Fatalf(".nczarrfs/stats: %v, no disk_cache:\n%s", err, clip(string(b)))
+			}
+			disk[i] = *snap.Disk
+		})
+	}
+	t.Logf("disk cache: first mount %+v, second %+v", disk[0], disk[1])
+	if disk[0].Written == 0 || disk[1].Hits == 0 || disk[1].Misses >= disk[0].Misses {
+		t.Errorf("disk cache: first mount %+v, second %+v; want the first to write blobs and the second to read them", disk[0], disk[1])
+	}
+}
+
+// TestAzureCommands runs ls, info, header and cat on an NCZarr dataset
+// written by ncgen, from its folder and from Azurite through az:// and
+// abfs://: each prints exactly what it prints from the folder (the header
+// but for its name line, which comes from the path).
+func TestAzureCommands(t *testing.T) {
+	srv := azuritetest.Start(t)
+	azureEnv(t, srv)
+	srv.CreateContainer(t, "commands", azuritetest.Private)
+	set, ds := findDataset(t, "nczarr-4.9.0-basic")
+	srv.PutTree(t, "commands", ds.Name, ds.TreePath(set))
+	arr := ds.Arrays[len(ds.Arrays)-1]
+	outputs := func(t *testing.T, f sourceForm) map[string][]byte {
+		return map[string][]byte{
+			"ls -R":           f.run(t, "ls", []string{"-R"}),
+			"ls -R --json":    f.run(t, "ls", []string{"-R", "--json"}),
+			"info":            f.run(t, "info", nil),
+			"header":          []byte(withoutFirstLine(f.run(t, "header", nil))),
+			"cat " + arr.Path: f.run(t, "cat", nil, arr.Path),
+		}
+	}
+	want := outputs(t, sourceForm{"tree", []string{ds.TreePath(set)}})
+	checkCat(t, set, arr, want["cat "+arr.Path])
+	for _, f := range []sourceForm{
+		{"az", []string{"az://commands/" + ds.Name, "--endpoint-url", srv.Endpoint}},
+		{"abfs", []string{"abfs://commands/" + ds.Name + "#mode=nczarr", "--endpoint-url", srv.Endpoint}},
+	} {
+		t.Run(f.name, func(t *testing.T) {
+			got := outputs(t, f)
+			for k, w := range want {
+				if !bytes.Equal(got[k], w) {
+					t.Errorf("%s differs from the tree's:\n got %.300q\nwant %.300q", k, got[k], w)
+				}
+			}
+		})
 	}
 }
