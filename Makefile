@@ -73,6 +73,7 @@ uninstall:
 deps:
 	scripts/install-deps.sh
 	scripts/install-minio.sh
+	scripts/install-azurite.sh
 
 # Mount the bundled sample dataset, show it, unmount.
 demo:

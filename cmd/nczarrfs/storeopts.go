@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/nczarrfs/nczarrfs/zmap"
 	"github.com/nczarrfs/nczarrfs/zmap/diskcache"
+	"github.com/nczarrfs/nczarrfs/zmap/azure"
 	"github.com/nczarrfs/nczarrfs/zmap/listcache"
 	"github.com/nczarrfs/nczarrfs/zmap/s3"
 	"github.com/nczarrfs/nczarrfs/zmap/source"
@@ -75,11 +77,11 @@ func keepListings(store zmap.Store, ttl time.Duration, log *slog.Logger) *listca
 // by mount and the commands that read without mounting.
 func remoteFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "endpoint-url", Usage: "S3 endpoint, e.g. http://127.0.0.1:9000 (for gs:// sources, Google's)", EnvVars: []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"}},
+		&cli.StringFlag{Name: "endpoint-url", Usage: "S3 endpoint, e.g. http://127.0.0.1:9000 (for gs:// sources, Google's; for Azure, the blob service endpoint, e.g. http://127.0.0.1:10000/devstoreaccount1)", EnvVars: []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"}},
 		&cli.StringFlag{Name: "region", Usage: "S3 region (default from the AWS configuration)"},
 		&cli.StringFlag{Name: "profile", Usage: "AWS shared-config profile (for gs:// sources, the one holding Google HMAC keys)"},
-		&cli.BoolFlag{Name: "no-sign-request", Usage: "read a public bucket without credentials"},
-		&cli.DurationFlag{Name: "timeout", Aliases: []string{"s3-timeout"}, Usage: "bound on each request to a remote store (S3, Google Cloud Storage, HTTP), retries and resumed bodies included", DefaultText: "30s, or NCZARRFS_TIMEOUT or NCZARRFS_S3_TIMEOUT"},
+		&cli.BoolFlag{Name: "no-sign-request", Usage: "read a public bucket or container without credentials"},
+		&cli.DurationFlag{Name: "timeout", Aliases: []string{"s3-timeout"}, Usage: "bound on each request to a remote store (S3, Google Cloud Storage, Azure, HTTP), retries and resumed bodies included", DefaultText: "30s, or NCZARRFS_TIMEOUT or NCZARRFS_S3_TIMEOUT"},
 	}
 }
 
@@ -107,6 +109,12 @@ func storeOptions(c *cli.Context, log *slog.Logger, timeout time.Duration) (sour
 			Timeout:       timeout,
 			Logger:        log,
 		},
+		Azure: azure.Options{
+			EndpointURL: azureEndpoint(c.String("endpoint-url")),
+			Anonymous:   c.Bool("no-sign-request"),
+			Timeout:     timeout,
+			Logger:      log,
+		},
 		CacheDir:    c.String("cache-dir"),
 		FollowLinks: c.Bool("follow-links"),
 	}
@@ -121,4 +129,14 @@ func storeOptions(c *cli.Context, log *slog.Logger, timeout time.Duration) (sour
 		opts.CacheDirSize = n
 	}
 	return opts, nil
+}
+
+// azureEndpoint is --endpoint-url for an Azure source: the flag's value
+// unless it came from AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL, which name
+// an S3 endpoint, not a blob service.
+func azureEndpoint(v string) string {
+	if v != "" && (v == os.Getenv("AWS_ENDPOINT_URL_S3") || v == os.Getenv("AWS_ENDPOINT_URL")) {
+		return ""
+	}
+	return v
 }

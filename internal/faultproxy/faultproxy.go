@@ -177,10 +177,14 @@ func (p *Proxy) Close() {
 
 // Key returns the key of a path-style S3 request: the object key
 // ("ds/v/0") for object requests, "list:" and the prefix ("list:ds/v/")
-// for ListObjectsV2, "" for requests on the bucket itself.
+// for ListObjectsV2, "" for requests on the bucket itself. For Azure Blob
+// Storage's path-style requests (/ACCOUNT/CONTAINER/BLOB, as Azurite
+// takes them) the key is CONTAINER/BLOB, and List Blobs is "list:" and
+// the prefix.
 func Key(r *http.Request) string {
 	_, obj, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
-	if q := r.URL.Query(); obj == "" && q.Has("list-type") {
+	q := r.URL.Query()
+	if obj == "" && q.Has("list-type") || q.Get("restype") == "container" && q.Get("comp") == "list" {
 		return "list:" + q.Get("prefix")
 	}
 	return obj
@@ -457,6 +461,11 @@ type s3Error struct {
 // body at all when f has no code.
 func writeS3Error(w http.ResponseWriter, r *http.Request, f Fault) {
 	w.Header().Set("X-Amz-Request-Id", "faultproxy")
+	if f.Code != "" {
+		// Where Azure Blob Storage puts the code (its SDK reads it
+		// there first); S3 clients ignore it.
+		w.Header().Set("X-Ms-Error-Code", f.Code)
+	}
 	if f.Code == "" {
 		w.WriteHeader(f.Status)
 		return
@@ -481,4 +490,6 @@ var (
 	GatewayTimeout = Fault{Status: http.StatusGatewayTimeout}
 	AccessDenied   = Fault{Status: http.StatusForbidden, Code: "AccessDenied", Message: "Access Denied."}
 	NoSuchKey      = Fault{Status: http.StatusNotFound, Code: "NoSuchKey", Message: "The specified key does not exist."}
+	// ServerBusy is how Azure Blob Storage throttles.
+	ServerBusy = Fault{Status: http.StatusServiceUnavailable, Code: "ServerBusy", Message: "The server is busy."}
 )

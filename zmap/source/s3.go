@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/nczarrfs/nczarrfs/zmap"
+	"github.com/nczarrfs/nczarrfs/zmap/azure"
 	"github.com/nczarrfs/nczarrfs/zmap/diskcache"
 	"github.com/nczarrfs/nczarrfs/zmap/s3"
 )
@@ -13,6 +14,8 @@ import (
 type Options struct {
 	// S3 configures s3:// and http(s):// sources.
 	S3 s3.Options
+	// Azure configures az://, abfs:// and blob service sources.
+	Azure azure.Options
 	// CacheDir, when set, keeps the objects fetched from a remote store
 	// in this folder (zmap/diskcache), within CacheDirSize bytes (0 means
 	// diskcache.DefaultMaxBytes).

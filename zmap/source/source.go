@@ -13,14 +13,15 @@ import (
 	"strings"
 
 	"github.com/nczarrfs/nczarrfs/zmap"
+	"github.com/nczarrfs/nczarrfs/zmap/azure"
 	"github.com/nczarrfs/nczarrfs/zmap/file"
 	"github.com/nczarrfs/nczarrfs/zmap/s3"
 	"github.com/nczarrfs/nczarrfs/zmap/zip"
 )
 
 // Storage is a storage medium: "file" (directory tree), "zip", "s3"
-// (S3, S3-compatible servers and Google Cloud Storage) or "http" (a web
-// server that cannot be listed).
+// (S3, S3-compatible servers and Google Cloud Storage), "http" (a web
+// server that cannot be listed) or "azure".
 type Storage string
 
 // The storage media.
@@ -29,6 +30,9 @@ const (
 	Zip  Storage = "zip"
 	S3   Storage = "s3"
 	HTTP Storage = "http"
+	// Azure is Azure Blob Storage: az://, abfs:// and
+	// https://ACCOUNT.blob.core.windows.net URLs (azure.go).
+	Azure Storage = "azure"
 )
 
 // Source is a parsed SOURCE: everything the user's string says, parsed
@@ -44,6 +48,8 @@ type Source struct {
 	S3 s3.Location
 	// URL is an http source's base URL, without its fragment.
 	URL string
+	// Azure is where an azure source lives.
+	Azure azure.Location
 	// Params holds the fragment's other keys (netcdf-c has several, such
 	// as log or show), lower-cased, each with its value as written ("" for
 	// a bare key).
@@ -75,6 +81,9 @@ func Parse(raw string) (Source, error) {
 		return s, fmt.Errorf("source %q: %w", Redact(raw), err)
 	}
 	s.Storage, s.Format, s.Version, s.Params = f.Storage, f.Format, f.Version, f.Params
+	if azure.IsURL(u) {
+		return parseAzure(s, u)
+	}
 	switch scheme := strings.ToLower(u.Scheme); scheme {
 	case "file":
 		if u.Host != "" && u.Host != "localhost" {
@@ -106,7 +115,7 @@ func Parse(raw string) (Source, error) {
 	case "s3", "gs", "gs3":
 		return parseS3(s, u, scheme, f)
 	default:
-		return s, fmt.Errorf("source %q: unsupported scheme %q (use file, s3, gs, gs3, http or https)", Redact(raw), u.Scheme)
+		return s, fmt.Errorf("source %q: unsupported scheme %q (use file, s3, gs, gs3, az, abfs, http or https)", Redact(raw), u.Scheme)
 	}
 	return s, nil
 }
@@ -239,17 +248,23 @@ func Open(ctx context.Context, s Source, opts Options) (zmap.Store, error) {
 		return openS3(ctx, s, opts)
 	case HTTP:
 		return openHTTP(ctx, s, opts)
+	case Azure:
+		return openAzure(ctx, s, opts)
 	}
 	return openLocal(s, opts)
 }
 
 // Redact returns raw with any user information (user:password@) removed,
-// for logs and the mount table.
+// and any query replaced by REDACTED (an Azure URL's query is a SAS
+// token), for logs and the mount table.
 func Redact(raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
+	if err != nil || u.User == nil && u.RawQuery == "" {
 		return raw
 	}
 	u.User = nil
+	if u.RawQuery != "" {
+		u.RawQuery = "REDACTED"
+	}
 	return u.String()
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nczarrfs/nczarrfs/zmap/azure"
 	"github.com/nczarrfs/nczarrfs/zmap/s3"
 )
 
@@ -44,7 +45,13 @@ func TestParse(t *testing.T) {
 		{raw: "http://127.0.0.1:8000/x.zarr#mode=zarr,http", want: Source{Storage: HTTP, Format: "zarr", URL: "http://127.0.0.1:8000/x.zarr"}},
 		{raw: "https://data.example.org/a/b.zarr/#mode=HTTP", want: Source{Storage: HTTP, URL: "https://data.example.org/a/b.zarr/"}},
 		{raw: "https://storage.googleapis.com/b/k#mode=zarr,http", want: Source{Storage: HTTP, Format: "zarr", URL: "https://storage.googleapis.com/b/k"}},
+		{raw: "az://data/era5.zarr", want: Source{Storage: Azure, Azure: azure.Location{Container: "data", Prefix: "era5.zarr"}}},
+		{raw: "abfs://data/x#mode=zarr,v3", want: Source{Storage: Azure, Format: "zarr", Version: 3, Azure: azure.Location{Container: "data", Prefix: "x"}}},
+		{raw: "https://acct.blob.core.windows.net/data/x?sv=1&sig=s#mode=nczarr", want: Source{Storage: Azure, Format: "nczarr", Azure: azure.Location{Account: "acct", Container: "data", Prefix: "x", Endpoint: "https://acct.blob.core.windows.net", SAS: "sv=1&sig=s"}}},
 
+		{raw: "az://data/x#mode=s3", errPart: "does not fit an Azure"},
+		{raw: "az://Data/x", errPart: "not a container name"},
+		{raw: "https://acct.blob.core.windows.net/data/x?sig=secret#mode=zip", errPart: "does not fit"},
 		{raw: "file:///x#mode=bogus", errPart: `unknown mode "bogus"`},
 		{raw: "file:///x#mode=zip,file", errPart: "two storage media"},
 		{raw: "file:///x#mode=zarr,nczarr", errPart: "two formats"},
@@ -155,6 +162,7 @@ func TestRedact(t *testing.T) {
 		"https://user:secret@host/b/k#mode=s3": "https://host/b/k#mode=s3",
 		"s3://bucket/key":                      "s3://bucket/key",
 		"/plain/path":                          "/plain/path",
+		"https://acct.blob.core.windows.net/c/x?sv=1&sig=secret#mode=zarr": "https://acct.blob.core.windows.net/c/x?REDACTED#mode=zarr",
 	} {
 		if got := Redact(raw); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", raw, got, want)
