@@ -42,12 +42,12 @@ import (
 // Defaults for Options.
 const (
 	// DefaultTimeout bounds one store operation, retries included.
-	DefaultTimeout = 30 * time.Second
+	DefaultTimeout = remote.DefaultTimeout
 )
 
 // TimeoutEnv names the environment variables that set the timeout when
-// Options.Timeout is zero, in order (those of every remote store).
-var TimeoutEnv = []string{"NCZARRFS_TIMEOUT", "NCZARRFS_S3_TIMEOUT"}
+// Options.Timeout is zero, in order: those of every remote store.
+var TimeoutEnv = remote.TimeoutEnv
 
 // Options configure Open. Zero values mean "from the URL and the
 // environment, else the default".
