@@ -10,8 +10,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/nczarrfs/nczarrfs/zmap"
-	"github.com/nczarrfs/nczarrfs/zmap/diskcache"
 	"github.com/nczarrfs/nczarrfs/zmap/azure"
+	"github.com/nczarrfs/nczarrfs/zmap/diskcache"
 	"github.com/nczarrfs/nczarrfs/zmap/listcache"
 	"github.com/nczarrfs/nczarrfs/zmap/s3"
 	"github.com/nczarrfs/nczarrfs/zmap/source"
