@@ -186,7 +186,7 @@ func (s *Store) check(ctx context.Context) error {
 		return err
 	})
 	notService := func(what string) error {
-		return &Error{Op: "ListBlobs", URL: s.url(""), Err: err,
+		return &Error{Store: "azure", Op: "ListBlobs", URL: s.url(""), Err: err,
 			Msg: fmt.Sprintf("%s is not a blob service: it answered List Blobs with %s (is --endpoint-url the blob service endpoint?)", s.endpoint, what)}
 	}
 	if err != nil {

@@ -19,41 +19,8 @@ import (
 	"github.com/nczarrfs/nczarrfs/zmap/remote"
 )
 
-// Error is a failed Azure operation.
-//
-// It unwraps to zmap.ErrNotFound or zmap.ErrPermission where those apply,
-// to context.Canceled or context.DeadlineExceeded when a context ended the
-// operation, and to remote.ErrChanged when the blob changed while it was
-// read. It does not unwrap to the SDK's error, whose chain holds transport
-// details (syscall.ECONNREFUSED) that a caller turning errors into errnos
-// would hand to read(2) instead of EIO; Err keeps it, and the message
-// says what it said.
-type Error struct {
-	Op     string // "GetBlob", "GetBlobProperties", "ListBlobs"
-	URL    string // az://container@account/blob of the blob or prefix
-	Status int    // HTTP status of the answer; 0 when there was none
-	Code   string // the service's error code ("BlobNotFound", "AuthenticationFailed"); "" when none
-	Msg    string // what went wrong, in words
-	Kind   error  // zmap.ErrNotFound, zmap.ErrPermission or nil
-	Err    error  // the underlying error (not unwrapped)
-}
-
-func (e *Error) Error() string { return "azure: " + e.Op + " " + e.URL + ": " + e.Msg }
-
-// Unwrap returns Kind and the context or change error that ended the
-// operation, if any.
-func (e *Error) Unwrap() []error {
-	var errs []error
-	if e.Kind != nil {
-		errs = append(errs, e.Kind)
-	}
-	for _, c := range []error{context.Canceled, context.DeadlineExceeded, remote.ErrChanged} {
-		if errors.Is(e.Err, c) {
-			errs = append(errs, c)
-		}
-	}
-	return errs
-}
+// Error is a failed Azure Blob Storage operation: remote.Error, its Store "azure".
+type Error = remote.Error
 
 // statusOf returns the HTTP status and the service's error code of an SDK
 // error; zero when it carries none (no answer at all).
@@ -130,7 +97,7 @@ func (s *Store) mapErr(ctx context.Context, op, key string, err error) error {
 	if errors.As(err, &already) {
 		return err
 	}
-	e := &Error{Op: op, URL: s.url(key), Err: err}
+	e := &Error{Store: "azure", Op: op, URL: s.url(key), Err: err}
 	e.Status, e.Code = statusOf(err)
 	switch {
 	case e.Code == "ContainerNotFound":

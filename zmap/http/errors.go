@@ -12,40 +12,8 @@ import (
 	"github.com/nczarrfs/nczarrfs/zmap/remote"
 )
 
-// Error is a failed request of a Store.
-//
-// It unwraps to zmap.ErrNotFound or zmap.ErrPermission where those apply,
-// to context.Canceled or context.DeadlineExceeded when a context ended the
-// request (the caller's, or the Store's own timeout), and to
-// remote.ErrChanged when the object changed while it was read. It does
-// not unwrap to transport errors (such as syscall.ECONNREFUSED, which a
-// caller turning errors into errnos would hand to read(2) instead of
-// EIO): Err keeps them for inspection, and the message includes them.
-type Error struct {
-	Op     string // "GET" or "HEAD"
-	URL    string // the object's URL
-	Status int    // HTTP status of the answer; 0 when there was none
-	Msg    string // what went wrong, in words
-	Kind   error  // zmap.ErrNotFound, zmap.ErrPermission or nil
-	Err    error  // the underlying error (not unwrapped)
-}
-
-func (e *Error) Error() string { return "http: " + e.Op + " " + e.URL + ": " + e.Msg }
-
-// Unwrap returns Kind and the context error that ended the request, if
-// any.
-func (e *Error) Unwrap() []error {
-	var errs []error
-	if e.Kind != nil {
-		errs = append(errs, e.Kind)
-	}
-	for _, c := range []error{context.Canceled, context.DeadlineExceeded, remote.ErrChanged} {
-		if errors.Is(e.Err, c) {
-			errs = append(errs, c)
-		}
-	}
-	return errs
-}
+// Error is a failed request to a web server: remote.Error, its Store "http".
+type Error = remote.Error
 
 // statusError is an answer whose status is not a success.
 type statusError struct {
@@ -135,7 +103,7 @@ func untrusted(err error) bool {
 // mapErr turns the error of op on key, called with the caller's ctx, into
 // an *Error.
 func (s *Store) mapErr(ctx context.Context, op, key string, err error) error {
-	e := &Error{Op: op, URL: s.url(key), Status: statusOf(err), Err: err}
+	e := &Error{Store: "http", Op: op, URL: s.url(key), Status: statusOf(err), Err: err}
 	switch classify(err) {
 	case remote.NotFound:
 		e.Kind = zmap.ErrNotFound

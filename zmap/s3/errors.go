@@ -15,44 +15,11 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/nczarrfs/nczarrfs/zmap"
+	"github.com/nczarrfs/nczarrfs/zmap/remote"
 )
 
-// Error is a failed S3 operation.
-//
-// It unwraps to zmap.ErrNotFound or zmap.ErrPermission where those apply,
-// to context.Canceled or context.DeadlineExceeded when a context ended
-// the operation (the caller's, or the Store's own timeout), and to
-// ErrChanged when the object changed while it was read. It does not
-// unwrap to the SDK's error: that chain holds transport details such as
-// syscall.ECONNREFUSED, which a caller turning errors into errnos would
-// hand to read(2) instead of EIO. Err keeps it for inspection, and the
-// message includes it.
-type Error struct {
-	Op     string // S3 operation: "GetObject", "HeadObject", "ListObjectsV2"
-	URL    string // s3://bucket/key of the object or prefix
-	Status int    // HTTP status of the answer; 0 when there was none
-	Code   string // S3 error code ("NoSuchKey", "AccessDenied"); "" when unknown
-	Msg    string // what went wrong, in words
-	Kind   error  // zmap.ErrNotFound, zmap.ErrPermission or nil
-	Err    error  // the underlying error (not unwrapped)
-}
-
-func (e *Error) Error() string { return "s3: " + e.Op + " " + e.URL + ": " + e.Msg }
-
-// Unwrap returns Kind and the context error that ended the operation, if
-// any.
-func (e *Error) Unwrap() []error {
-	var errs []error
-	if e.Kind != nil {
-		errs = append(errs, e.Kind)
-	}
-	for _, c := range []error{context.Canceled, context.DeadlineExceeded, ErrChanged} {
-		if errors.Is(e.Err, c) {
-			errs = append(errs, c)
-		}
-	}
-	return errs
-}
+// Error is a failed S3 operation: remote.Error, its Store "s3".
+type Error = remote.Error
 
 // deniedCodes are S3 error codes meaning "these credentials may not do
 // this", whatever the HTTP status.
@@ -87,7 +54,7 @@ func statusOf(err error) (status int, code string) {
 // happened and what to do about it. It never includes a secret:
 // credentials are described by their source only.
 func (s *Store) mapErr(ctx context.Context, op, key string, err error) error {
-	e := &Error{Op: op, URL: s.url(key), Err: err}
+	e := &Error{Store: "s3", Op: op, URL: s.url(key), Err: err}
 	e.Status, e.Code = statusOf(err)
 	var ae smithy.APIError
 	detail := ""
