@@ -87,7 +87,7 @@ type Server struct {
 func Start(t testing.TB) *Server {
 	t.Helper()
 	dir := t.TempDir()
-	s := &Server{Addr: freeAddr(t), logPath: filepath.Join(dir, "azurite.log")}
+	s := &Server{Addr: testenv.FreeAddr(t), logPath: filepath.Join(dir, "azurite.log")}
 	s.Endpoint = "http://" + s.Addr + "/" + Account
 	_, port, _ := net.SplitHostPort(s.Addr)
 	logf, err := os.Create(s.logPath)
@@ -270,45 +270,11 @@ func (s *Server) Put(t testing.TB, containerName string, blobs map[string][]byte
 // prefix (its path relative to dir, slash-separated, after prefix/).
 func (s *Server) PutTree(t testing.TB, containerName, prefix, dir string) {
 	t.Helper()
-	blobs := map[string][]byte{}
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return err
-		}
-		rel, err := filepath.Rel(dir, path)
-		if err != nil {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		name := filepath.ToSlash(rel)
-		if prefix != "" {
-			name = prefix + "/" + name
-		}
-		blobs[name] = data
-		return nil
-	})
+	objects, err := testenv.ReadTree(dir, prefix)
 	if err != nil {
-		t.Fatalf("azuritetest: PutTree %s: %v", dir, err)
+		t.Fatalf("azuritetest: PutTree: %v", err)
 	}
-	if len(blobs) == 0 {
-		t.Fatalf("azuritetest: PutTree %s: no files", dir)
-	}
-	s.Put(t, containerName, blobs)
-}
-
-// freeAddr returns a 127.0.0.1 address with a port that was free a moment
-// ago.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
+	s.Put(t, containerName, objects)
 }
 
 // tail returns the last n bytes of a file, for failure messages.

@@ -127,8 +127,8 @@ func newServer(t testing.TB) *Server {
 	t.Helper()
 	root := t.TempDir()
 	s := &Server{
-		Addr:     freeAddr(t),
-		console:  freeAddr(t),
+		Addr:     testenv.FreeAddr(t),
+		console:  testenv.FreeAddr(t),
 		Dir:      filepath.Join(root, "data"),
 		certsDir: filepath.Join(root, "certs"),
 		logPath:  filepath.Join(root, "minio.log"),
@@ -409,45 +409,11 @@ func (s *Server) Put(t testing.TB, bucket string, objects map[string][]byte) {
 // (its path relative to dir, slash-separated, after prefix/).
 func (s *Server) PutTree(t testing.TB, bucket, prefix, dir string) {
 	t.Helper()
-	objects := map[string][]byte{}
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return err
-		}
-		rel, err := filepath.Rel(dir, path)
-		if err != nil {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		key := filepath.ToSlash(rel)
-		if prefix != "" {
-			key = prefix + "/" + key
-		}
-		objects[key] = data
-		return nil
-	})
+	objects, err := testenv.ReadTree(dir, prefix)
 	if err != nil {
-		t.Fatalf("miniotest: PutTree %s: %v", dir, err)
-	}
-	if len(objects) == 0 {
-		t.Fatalf("miniotest: PutTree %s: no files", dir)
+		t.Fatalf("miniotest: PutTree: %v", err)
 	}
 	s.Put(t, bucket, objects)
-}
-
-// freeAddr returns a 127.0.0.1 address with a port that was free a moment
-// ago.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // writeCerts writes a fresh CA and a certificate for 127.0.0.1 signed by

@@ -7,8 +7,11 @@ package testenv
 import (
 	"bytes"
 	"fmt"
+	"io/fs"
+	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 )
 
@@ -52,4 +55,46 @@ func HDF5Filter(id int) error {
 		return fmt.Errorf("probing HDF5 filter %d with %s and h5py: %w: %s", id, Python, err, bytes.TrimSpace(out.Bytes()))
 	}
 	return nil
+}
+
+// FreeAddr returns a 127.0.0.1 address with a port that was free a moment
+// ago, for a server a test starts.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// ReadTree returns every regular file under dir by its path relative to
+// dir, slash-separated, after prefix/ (none when prefix is ""): the
+// objects a test uploads to a store. A tree with no file is an error.
+func ReadTree(dir, prefix string) (map[string][]byte, error) {
+	objects := map[string][]byte{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		key := filepath.ToSlash(rel)
+		if prefix != "" {
+			key = prefix + "/" + key
+		}
+		objects[key] = data
+		return nil
+	})
+	if err == nil && len(objects) == 0 {
+		err = fmt.Errorf("no files under %s", dir)
+	}
+	return objects, err
 }
