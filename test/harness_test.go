@@ -48,6 +48,10 @@ const (
 var workDir string
 
 func TestMain(m *testing.M) {
+	if dir := os.Getenv(etagServeEnv); dir != "" {
+		fmt.Fprintln(os.Stderr, serveETags(dir, os.Getenv(etagAddrEnv)))
+		os.Exit(1)
+	}
 	dir, err := os.MkdirTemp("", "nczarrfs-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

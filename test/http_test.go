@@ -17,7 +17,6 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path"
@@ -28,6 +27,7 @@ import (
 
 	"github.com/nczarrfs/nczarrfs/internal/faultproxy"
 	"github.com/nczarrfs/nczarrfs/internal/stats"
+	"github.com/nczarrfs/nczarrfs/internal/testenv"
 )
 
 // consolidateScript consolidates the Zarr v2 (or NCZarr) tree argv[1]
@@ -79,17 +79,54 @@ func httpMode(set fixtureSet) string {
 
 // etagServer serves dir with http.FileServer and a strong ETag per file
 // (its content's hash), which FileServer honours in Range and If-Match
-// requests: a body that breaks off can be resumed.
-func etagServer(t *testing.T, dir string) *httptest.Server {
+// requests: a body that breaks off can be resumed. It runs in a process of
+// its own (this test binary again, see TestMain): checkDataset maps data
+// into memory, and a page fault on the mount stalls the whole test
+// process, a server in it included, which would then never answer the
+// mount that is serving the fault.
+func etagServer(t *testing.T, dir string) etagSrv {
+	t.Helper()
+	addr := testenv.FreeAddr(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), etagServeEnv+"="+dir, etagAddrEnv+"="+addr)
+	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return etagSrv{URL: "http://" + addr}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the ETag server on %s did not start", addr)
+		}
+	}
+}
+
+// etagSrv is a running etagServer.
+type etagSrv struct{ URL string }
+
+// The environment that makes this test binary an etagServer (TestMain).
+const (
+	etagServeEnv = "NCZARRFS_TEST_ETAG_SERVE"
+	etagAddrEnv  = "NCZARRFS_TEST_ETAG_ADDR"
+)
+
+// serveETags is the etagServer process: it serves the folder of
+// etagServeEnv on etagAddrEnv until it is killed.
+func serveETags(dir, addr string) error {
 	fs := http.FileServer(http.Dir(dir))
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return http.ListenAndServe(addr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(path.Clean(r.URL.Path)))); err == nil {
 			w.Header().Set("ETag", fmt.Sprintf(`"%x"`, sha256.Sum256(b)))
 		}
 		fs.ServeHTTP(w, r)
 	}))
-	t.Cleanup(srv.Close)
-	return srv
 }
 
 // pythonHTTPServer serves dir with python3 -m http.server on 127.0.0.1
