@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/nczarrfs/nczarrfs/internal/npdtype"
+	"github.com/nczarrfs/nczarrfs/nczarr/codec/internal/half"
 )
 
 // dtype is a numpy dtype as numcodecs filters name it in their
@@ -94,7 +95,7 @@ func (d dtype) load(b []byte) num {
 	case 'f':
 		switch d.size {
 		case 2:
-			return num{f: halfToFloat64(uint16(v)), float: true, half: true}
+			return num{f: half.ToFloat64(uint16(v)), float: true, half: true}
 		case 4:
 			return num{f: float64(math.Float32frombits(uint32(v))), float: true}
 		}
@@ -200,24 +201,6 @@ func cvtt64(f float64) int64 {
 	return int64(f)
 }
 
-// halfToFloat64 converts IEEE binary16 bits exactly.
-func halfToFloat64(h uint16) float64 {
-	sign := uint64(h>>15) << 63
-	exp := int(h>>10) & 0x1f
-	man := uint64(h & 0x3ff)
-	switch exp {
-	case 0:
-		v := math.Ldexp(float64(man), -24)
-		if sign != 0 {
-			v = -v
-		}
-		return v
-	case 31:
-		return math.Float64frombits(sign | 0x7ff0000000000000 | man<<42)
-	}
-	return math.Float64frombits(sign | uint64(exp-15+1023)<<52 | man<<42)
-}
-
 // float64ToHalf rounds f to the nearest binary16 (ties to even), as numpy
 // does; NaN keeps the top of its payload.
 func float64ToHalf(f float64) uint16 {
@@ -251,7 +234,7 @@ func float64ToHalf(f float64) uint16 {
 
 // roundHalf rounds a float32 result to binary16 and back, the way numpy
 // evaluates float16 arithmetic.
-func roundHalf(f float64) float64 { return halfToFloat64(float64ToHalf(f)) }
+func roundHalf(f float64) float64 { return half.ToFloat64(float64ToHalf(f)) }
 
 // castAll converts n elements from src (type from) to dst (type to).
 func castAll(dst []byte, to dtype, src []byte, from dtype) {

@@ -3,6 +3,8 @@ package pcodec
 import (
 	"encoding/binary"
 	"math"
+
+	"github.com/nczarrfs/nczarrfs/nczarr/codec/internal/half"
 )
 
 // assetWant gives, for each of pco's compatibility assets (pco/assets/*.pco
@@ -44,7 +46,7 @@ var assetWant = map[string]func() []byte{
 	"v0_3_0_float_quant.pco": func() []byte {
 		var v []float32
 		for _, h := range pseudorandomF16s() {
-			x := float32(halfToFloat64(h))
+			x := float32(half.ToFloat64(h))
 			if math.Abs(float64(x)) < 1.1 {
 				x = math.Float32frombits(math.Float32bits(x) + 1)
 			}

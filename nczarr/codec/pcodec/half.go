@@ -2,20 +2,6 @@ package pcodec
 
 import "math"
 
-// halfToFloat64 converts IEEE binary16 bits exactly.
-func halfToFloat64(h uint16) float64 {
-	sign := uint64(h>>15) << 63
-	exp := int(h>>10) & 0x1f
-	man := uint64(h & 0x3ff)
-	switch exp {
-	case 0:
-		return math.Float64frombits(sign | math.Float64bits(math.Ldexp(float64(man), -24)))
-	case 31:
-		return math.Float64frombits(sign | 0x7ff0000000000000 | man<<42)
-	}
-	return math.Float64frombits(sign | uint64(exp-15+1023)<<52 | man<<42)
-}
-
 // float64ToHalf rounds f to the nearest binary16, ties to even, as the
 // half crate that pco uses does; NaN stays NaN.
 func float64ToHalf(f float64) uint16 {

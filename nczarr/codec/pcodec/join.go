@@ -3,6 +3,8 @@ package pcodec
 import (
 	"encoding/binary"
 	"math"
+
+	"github.com/nczarrfs/nczarrfs/nczarr/codec/internal/half"
 )
 
 // mantissaBits is the number of explicit mantissa bits of float type t.
@@ -48,7 +50,7 @@ func toOrdered(t numType, bits uint64) uint64 {
 func toFloat64(t numType, bits uint64) float64 {
 	switch t.bits {
 	case 16:
-		return halfToFloat64(uint16(bits))
+		return half.ToFloat64(uint16(bits))
 	case 32:
 		return float64(math.Float32frombits(uint32(bits)))
 	}
