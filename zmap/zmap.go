@@ -163,3 +163,17 @@ type FlatListing struct {
 	// Requests is how many requests the listing took (pages).
 	Requests int
 }
+
+// Opener opens the store that holds the objects of an absolute URL, for
+// stores that read other stores: Icechunk's virtual chunks and kerchunk's
+// references. Such a store is handed an Opener and never chooses backends
+// itself; zmap/source implements it, so nothing here imports a backend.
+//
+// Open returns the store rooted where the URL's objects are named by keys, and
+// the key of the URL's object within it: for "s3://bucket/dir/file.nc" a store
+// of the bucket (shared by every URL of that bucket) and "dir/file.nc". A URL
+// the caller's policy does not allow fails with an error wrapping
+// ErrPermission; the store stays owned by the Opener (callers never Close it).
+type Opener interface {
+	Open(ctx context.Context, url string) (store Store, key string, err error)
+}
