@@ -170,9 +170,19 @@ func (l *lazyWalk) readAll() {
 // parent: the parent names its children without their metadata being
 // read, so that a stat of each child of a large group (ls -l) reads none
 // of them.
+//
+// On a lazy dataset every look holds the walk's lock, the root's too: a
+// group's read (or its read again after a failure) writes the dataset's
+// maps while others look, and an unguarded look is a fatal concurrent map
+// read and write.
 func (d *Dataset) Has(path string) (array, group bool) {
-	if d.lazy == nil || path == "" {
+	if d.lazy == nil {
 		return d.arrays[path] != nil, d.groups[path] != nil
+	}
+	if path == "" {
+		d.lazy.w.mu.Lock()
+		defer d.lazy.w.mu.Unlock()
+		return d.arrays[""] != nil, d.groups[""] != nil
 	}
 	parent, _ := splitKey(path)
 	d.lazy.readFor(parent)

@@ -384,3 +384,76 @@ g.create_dataset("b", data=np.arange(10, dtype="<i4"), chunks=(4,))
 		t.Errorf("Arrays() = %v", got)
 	}
 }
+
+// TestLazyWalkConcurrentLooks looks at the dataset (the root included, as
+// a FUSE getattr of the mount's root does) while lazily read groups are
+// read, and read again after a failure: every look must be guarded, or
+// the race detector (and, without it, Go's map checks) stops the test.
+func TestLazyWalkConcurrentLooks(t *testing.T) {
+	dir := t.TempDir()
+	script := `import sys, zarr, numpy as np
+g = zarr.open_group(sys.argv[1], mode="w")
+for i in range(4):
+    sub = g.create_group("g%d" % i)
+    for j in range(8):
+        sub.create_dataset("a%d" % j, data=np.arange(4, dtype="<i2"), chunks=(2,))
+`
+	if out, err := exec.Command("/usr/bin/python3", "-c", script, dir).CombinedOutput(); err != nil {
+		t.Fatalf("zarr-python: %v\n%s", err, out)
+	}
+	fs, err := file.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := 0; round < 20; round++ {
+		o := &outage{remote: remote{&requests{Store: fs, n: map[string]int{}}}}
+		ds, err := nczarr.Open(context.Background(), o, nczarr.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The first reads of g0 and g1 fail for some arrays, so that
+		// their groups are read again while others look.
+		o.mu.Lock()
+		o.down = map[string]bool{"g0/a3/.zarray": true, "g1/a5/.zarray": true}
+		o.mu.Unlock()
+		var wg sync.WaitGroup
+		stop := make(chan struct{})
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if _, group := ds.Has(""); !group {
+						t.Error("the root is not a group")
+						return
+					}
+					ds.Has("g2")
+				}
+			}()
+		}
+		for i := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ds.Ready(context.Background(), fmt.Sprintf("g%d/a3", i))
+			}()
+		}
+		ds.Ready(context.Background(), "g0/a3")
+		o.restore()
+		for i := range 4 {
+			if err := ds.Ready(context.Background(), fmt.Sprintf("g%d/a3", i)); err != nil {
+				t.Fatalf("round %d: g%d once the store is back: %v", round, i, err)
+			}
+		}
+		close(stop)
+		wg.Wait()
+		if got := len(ds.Arrays()); got != 32 {
+			t.Fatalf("round %d: %d arrays, want 32", round, got)
+		}
+	}
+}
