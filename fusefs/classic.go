@@ -25,6 +25,7 @@ const ClassicName = describe.ClassicName
 // lookup) and logged then.
 type classicEntry struct {
 	once sync.Once
+	done chan struct{} // closed once c or err is set
 	c    *describe.Classic
 	err  error
 	made atomic.Bool // c is made
@@ -38,33 +39,58 @@ func (t *tree) classicMade(key string) bool {
 
 // classic returns the classic file of the group key, making it once; a
 // failure is not kept, so a later lookup tries again.
+//
+// The file is made for every caller, not for the first one: it is made in
+// the background with the first caller's values but not its cancellation
+// (bounded by the mount's request timeout instead), and each caller waits
+// for it or for its own context. An interrupted first caller (^C of ls)
+// then fails only itself.
 func (t *tree) classic(ctx context.Context, key string) (*describe.Classic, error) {
-	v, _ := t.classics.LoadOrStore(key, &classicEntry{})
+	v, _ := t.classics.LoadOrStore(key, &classicEntry{done: make(chan struct{})})
 	e := v.(*classicEntry)
 	e.once.Do(func() {
-		// On a dataset read lazily, the group's arrays first.
-		if e.err = t.ds.Ready(ctx, classicPath(key)); e.err != nil {
-			return
-		}
-		e.c, e.err = describe.NewClassic(ctx, t.ds, key)
-		if e.err != nil {
-			return
-		}
-		args := []any{"key", classicPath(key), "format", e.c.Format().String(), "size", e.c.Size()}
-		if e.c.Why5 != "" {
-			args = append(args, "why", e.c.Why5)
-		}
-		t.rep.log.Info("netCDF classic file", args...)
-		for _, o := range e.c.Omitted {
-			t.rep.log.Warn("left out of "+ClassicName, "key", classicPath(key), "what", o)
-		}
-		e.made.Store(true)
+		mctx, cancel := t.bound(context.WithoutCancel(ctx))
+		go func() {
+			defer close(e.done)
+			defer cancel()
+			e.c, e.err = t.makeClassic(mctx, key)
+			if e.err != nil {
+				t.classics.CompareAndDelete(key, e)
+				return
+			}
+			e.made.Store(true)
+		}()
 	})
+	select {
+	case <-e.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	if e.err != nil {
-		t.classics.CompareAndDelete(key, e)
 		return nil, e.err
 	}
 	return e.c, nil
+}
+
+// makeClassic makes the classic file of the group key and logs it.
+func (t *tree) makeClassic(ctx context.Context, key string) (*describe.Classic, error) {
+	// On a dataset read lazily, the group's arrays first.
+	if err := t.ds.Ready(ctx, classicPath(key)); err != nil {
+		return nil, err
+	}
+	c, err := describe.NewClassic(ctx, t.ds, key)
+	if err != nil {
+		return nil, err
+	}
+	args := []any{"key", classicPath(key), "format", c.Format().String(), "size", c.Size()}
+	if c.Why5 != "" {
+		args = append(args, "why", c.Why5)
+	}
+	t.rep.log.Info("netCDF classic file", args...)
+	for _, o := range c.Omitted {
+		t.rep.log.Warn("left out of "+ClassicName, "key", classicPath(key), "what", o)
+	}
+	return c, nil
 }
 
 // classicPath is the key of the classic file of the group key.
