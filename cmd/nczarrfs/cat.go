@@ -69,12 +69,12 @@ func runCat(c *cli.Context) error {
 	}
 
 	var w io.Writer = c.App.Writer
-	var f *os.File
+	var f *output
 	if out := c.String("output"); out != "" && out != "-" {
-		if f, err = os.Create(out); err != nil {
+		if f, err = createOutput(out); err != nil {
 			return err
 		}
-		w = f
+		w = f.File
 	}
 	if a.Objects() {
 		err = writeJSON(ctx, w, a)
@@ -82,11 +82,10 @@ func runCat(c *cli.Context) error {
 		err = writeArray(ctx, w, a, c.Bool("npy"), newProgress(os.Stderr, w, a.Size()))
 	}
 	if f != nil {
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
 		if err != nil {
-			os.Remove(f.Name()) // no partial file that looks complete
+			f.Abort() // the output keeps what it held
+		} else {
+			err = f.Commit()
 		}
 	}
 	if err != nil && ctx.Err() != nil {

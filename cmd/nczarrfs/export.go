@@ -59,16 +59,17 @@ func runExport(c *cli.Context) error {
 		return err
 	}
 	out := c.String("output")
-	f, err := os.Create(out)
+	f, err := createOutput(out)
 	if err != nil {
 		return err
 	}
-	err = writeClassic(ctx, f, cl.File, newProgress(os.Stderr, f, cl.Size()))
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	err = writeClassic(ctx, f, cl.File, newProgress(os.Stderr, f.File, cl.Size()))
+	if err != nil {
+		f.Abort() // out keeps what it held
+	} else {
+		err = f.Commit()
 	}
 	if err != nil {
-		os.Remove(out) // no partial file that looks complete
 		if ctx.Err() != nil {
 			return fmt.Errorf("%s: interrupted", out)
 		}
