@@ -289,22 +289,14 @@ func name(key, v string) (shard, file string) {
 
 // open opens the cache file of the version v of key: ok is false when it
 // is not cached, or something not the cache's is in its place.
-func (s *Store) open(key, v string) (f *os.File, size int64, shard, file string, ok bool) {
+func (s *Store) open(key, v string) (f cacheFD, size int64, shard, file string, ok bool) {
 	shard, file = name(key, v)
-	d, err := openDir(fd(s.dsDir), shard)
-	if err != nil {
-		if err != unix.ENOENT {
-			s.log.Warn("diskcache: cannot open a folder of the cache; fetching", "key", key, "folder", filepath.Join(s.dsPath, shard), "err", err)
-		}
-		return nil, 0, shard, file, false
-	}
-	defer d.Close()
-	f, size, err = openFile(fd(d), file)
+	f, size, err := openFile(fd(s.dsDir), shard, file)
 	if err != nil {
 		if err != unix.ENOENT {
 			s.log.Warn("diskcache: cannot open a cached object; fetching it", "key", key, "file", filepath.Join(s.dsPath, shard, file), "err", err)
 		}
-		return nil, 0, shard, file, false
+		return -1, 0, shard, file, false
 	}
 	return f, size, shard, file, true
 }
@@ -323,7 +315,7 @@ func (s *Store) readFile(key, v string) ([]byte, bool) {
 		return nil, false
 	}
 	buf := make([]byte, size)
-	if _, err := io.ReadFull(f, buf); err != nil {
+	if _, err := f.ReadAt(buf, 0); err != nil {
 		s.log.Warn("diskcache: cannot read a cached object; fetching it", "key", key, "file", filepath.Join(s.dsPath, shard, file), "err", err)
 		return nil, false
 	}
@@ -369,10 +361,10 @@ func (s *Store) damaged(key, shard, file string) {
 }
 
 // hit counts a hit and marks the file f recently used.
-func (s *Store) hit(f *os.File) {
+func (s *Store) hit(f cacheFD) {
 	s.hits.Add(1)
 	now := unix.NsecToTimeval(time.Now().UnixNano())
-	_ = unix.Futimes(fd(f), []unix.Timeval{now, now}) // best effort: it only orders eviction
+	_ = unix.Futimes(int(f), []unix.Timeval{now, now}) // best effort: it only orders eviction
 }
 
 // put writes the version v of an object to the cache folder: into a

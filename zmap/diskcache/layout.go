@@ -158,29 +158,68 @@ func writeTag(top int) error {
 	return err
 }
 
-// openFile opens the cache file name in the folder dir for reading: a
-// regular file with one link, reached through no link. ok is false when
-// there is none (or something else is there: not the cache's, so not
-// read).
-func openFile(dir int, name string) (f *os.File, size int64, err error) {
-	for {
-		ffd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+// cacheFD is an open cache file, read with pread(2): an os.File would
+// cost system calls a read of 4 KiB notices.
+type cacheFD int
+
+// ReadAt reads len(p) bytes at off, or fails (io.EOF when the file ends
+// first).
+func (f cacheFD) ReadAt(p []byte, off int64) (int, error) {
+	n := 0
+	for n < len(p) {
+		m, err := unix.Pread(int(f), p[n:], off+int64(n))
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
-			return nil, 0, err
+			return n, err
 		}
-		var st unix.Stat_t
-		if err := unix.Fstat(ffd, &st); err != nil {
-			unix.Close(ffd)
-			return nil, 0, err
+		if m == 0 {
+			return n, io.EOF
 		}
-		if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 {
-			unix.Close(ffd)
-			return nil, 0, errNotOurs
+		n += m
+	}
+	return n, nil
+}
+
+// Close closes f.
+func (f cacheFD) Close() error { return unix.Close(int(f)) }
+
+// openFile opens the cache file shard/name in the folder dir for reading:
+// a regular file with one link, reached through no link. The error is
+// unix.ENOENT when there is none, errNotOurs when something the cache did
+// not write is in its place (not read, then).
+func openFile(dir int, shard, name string) (f cacheFD, size int64, err error) {
+	ffd, err := openBeneath(dir, shard, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK)
+	if err != nil {
+		return -1, 0, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(ffd, &st); err != nil {
+		unix.Close(ffd)
+		return -1, 0, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 {
+		unix.Close(ffd)
+		return -1, 0, errNotOurs
+	}
+	return cacheFD(ffd), st.Size, nil
+}
+
+// openChain opens shard/name in dir, following no link: the folder shard
+// with O_NOFOLLOW first, then name in it with flags (which hold
+// O_NOFOLLOW).
+func openChain(dir int, shard, name string, flags int) (int, error) {
+	d, err := openDir(dir, shard)
+	if err != nil {
+		return -1, err
+	}
+	defer d.Close()
+	for {
+		ffd, err := unix.Openat(fd(d), name, flags, 0)
+		if err != unix.EINTR {
+			return ffd, err
 		}
-		return os.NewFile(uintptr(ffd), name), st.Size, nil
 	}
 }
 
