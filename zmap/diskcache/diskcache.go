@@ -53,6 +53,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -64,7 +65,8 @@ import (
 
 // Options configure New.
 type Options struct {
-	// MaxBytes is the folder's budget; 0 means DefaultMaxBytes.
+	// MaxBytes is the budget of the cache's own files in the folder
+	// (nothing else there counts); 0 means DefaultMaxBytes.
 	MaxBytes int64
 	// Logger receives warnings about the cache folder (a full disk, a
 	// file that cannot be written); nil discards them. A cache problem
@@ -292,6 +294,7 @@ func name(key, v string) (shard, file string) {
 func (s *Store) open(key, v string) (f cacheFD, size int64, shard, file string, ok bool) {
 	shard, file = name(key, v)
 	f, size, err := openFile(fd(s.dsDir), shard, file)
+	runtime.KeepAlive(s.dsDir)
 	if err != nil {
 		if err != unix.ENOENT {
 			s.log.Warn("diskcache: cannot open a cached object; fetching it", "key", key, "file", filepath.Join(s.dsPath, shard, file), "err", err)
@@ -350,6 +353,7 @@ func (s *Store) readFileAt(key, v string, p []byte, off int64) (n int, err error
 func (s *Store) damaged(key, shard, file string) {
 	s.log.Warn("diskcache: removing a damaged cached object; fetching it", "key", key, "file", filepath.Join(s.dsPath, shard, file))
 	d, err := openDir(fd(s.dsDir), shard)
+	runtime.KeepAlive(s.dsDir)
 	if err != nil {
 		return
 	}
@@ -377,6 +381,7 @@ func (s *Store) put(key, v string, data []byte) {
 	s.reserve(fileSize(int64(len(data))))
 	shard, file := name(key, v)
 	d, err := makeDir(fd(s.dsDir), shard)
+	runtime.KeepAlive(s.dsDir)
 	if err != nil {
 		s.log.Warn("diskcache: cannot cache", "key", key, "folder", filepath.Join(s.dsPath, shard), "err", err)
 		return
@@ -434,6 +439,7 @@ func (s *Store) evict(reserve int64) error {
 		return nil // another goroutine is at it
 	}
 	defer s.evicting.Unlock()
+	defer runtime.KeepAlive(s.v1)
 	files, err := scan(fd(s.v1))
 	if err != nil {
 		return err

@@ -437,3 +437,43 @@ func BenchmarkCachedRead(b *testing.B) {
 		})
 	}
 }
+
+// TestLayoutRemovedUnderStore removes the cache's folder while a Store
+// uses it: reads stay right (from the store), and a new Store makes the
+// layout again and caches.
+func TestLayoutRemovedUnderStore(t *testing.T) {
+	ctx := context.Background()
+	inner, want := objects(t, 3, 3000)
+	dir := t.TempDir()
+	s, err := diskcache.New(inner, dir, "ds", diskcache.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, "a/0.0"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "nczarrfs-cache")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4000)
+	for key, data := range want {
+		for range 2 {
+			n, err := s.ReadAt(ctx, key, buf, 0)
+			if err != io.EOF || !bytes.Equal(buf[:n], data) {
+				t.Fatalf("ReadAt(%s) with the layout gone = %d bytes, %v", key, n, err)
+			}
+		}
+	}
+	s2, err := diskcache.New(inner, dir, "ds", diskcache.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if got, err := s2.Get(ctx, "a/1.0"); err != nil || !bytes.Equal(got, want["a/1.0"]) {
+			t.Fatalf("Get = %d bytes, %v", len(got), err)
+		}
+	}
+	if st := s2.Stats(); st.Hits != 1 || st.Written != 1 {
+		t.Errorf("a new Store after the layout was removed: %+v; want the object written and read back", st)
+	}
+}
