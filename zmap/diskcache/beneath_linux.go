@@ -15,7 +15,9 @@ var noOpenat2 atomic.Bool
 func openBeneath(dir int, shard, name string, flags int) (int, error) {
 	if !noOpenat2.Load() {
 		how := unix.OpenHow{Flags: uint64(flags), Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS}
-		for {
+		// EAGAIN: a rename somewhere raced the lookup; a few tries, then
+		// the chain of opens.
+		for try := 0; try < 8; try++ {
 			ffd, err := unix.Openat2(dir, shard+"/"+name, &how)
 			switch err {
 			case unix.EINTR, unix.EAGAIN:

@@ -254,6 +254,15 @@ func TestForeignFilesKept(t *testing.T) {
 // (writing nothing outside), and a linked shard folder or file is never
 // read, written through or removed; reads stay right.
 func TestPlantedLinks(t *testing.T) {
+	for _, openat2 := range []bool{true, false} {
+		t.Run(fmt.Sprintf("openat2=%v", openat2), func(t *testing.T) {
+			defer diskcache.UseOpenat2(diskcache.UseOpenat2(openat2))
+			testPlantedLinks(t)
+		})
+	}
+}
+
+func testPlantedLinks(t *testing.T) {
 	ctx := context.Background()
 	inner, want := objects(t, 1, 40000)
 	const key = "a/0.0"
