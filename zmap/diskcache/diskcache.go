@@ -23,13 +23,23 @@
 // ETag is), so that an object rewritten between the listing and the read
 // is not kept under its old identity.
 //
+// The cache owns only what it writes: its files live in a layout of its
+// own under the folder given (layout.go), tagged with a CACHEDIR.TAG, and
+// whatever else the folder holds is never read, counted, touched or
+// removed. Nothing in the layout follows a symbolic link.
+//
+// Every read of a cached file is checked: the file keeps a CRC-32C of
+// each 16 KiB block of the object (format.go), and a read checks the
+// blocks it touches, so that a damaged file is removed and the object
+// fetched again rather than served.
+//
 // Several processes may share one folder. Each object is written to a
 // temporary file and renamed into place, so a reader sees a whole object
-// or none; eviction deletes the least recently used files (by their
-// modification time, which a hit refreshes) until the folder is under
-// its budget again, and a file deleted under a reader is a miss, not an
-// error. The files of objects that were rewritten are never read again,
-// and go first.
+// or none; eviction deletes the cache's least recently used files (by
+// their modification time, which a hit refreshes) until the layout is
+// under its budget again, and a file deleted under a reader is a miss,
+// not an error. The files of objects that were rewritten are never read
+// again, and go first.
 package diskcache
 
 import (
@@ -37,28 +47,26 @@ import (
 	"context"
 	"crypto/md5"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/nczarrfs/nczarrfs/zmap"
 )
 
 // Options configure New.
 type Options struct {
-	// MaxBytes is the folder's budget; 0 means DefaultMaxBytes.
+	// MaxBytes is the budget of the cache's own files in the folder
+	// (nothing else there counts); 0 means DefaultMaxBytes.
 	MaxBytes int64
 	// Logger receives warnings about the cache folder (a full disk, a
 	// file that cannot be written); nil discards them. A cache problem
@@ -84,14 +92,16 @@ const maxObject = 1 << 30
 
 // Store is a zmap.Store that caches the objects of another on disk.
 type Store struct {
-	inner zmap.Store
-	dir   string // this dataset's folder inside the cache folder
-	root  string // the cache folder, whose total the budget bounds
-	max   int64
-	log   *slog.Logger
+	inner  zmap.Store
+	root   string   // the folder given, where the layout is
+	v1     *os.File // the layout's version folder, whose files the budget bounds
+	dsDir  *os.File // this dataset's folder in it
+	dsPath string   // its path, for messages
+	max    int64
+	log    *slog.Logger
 
-	used     atomic.Int64 // bytes in root, as last counted plus added since
-	evicting sync.Mutex   // one eviction scan at a time in this process
+	unscanned atomic.Int64 // bytes written since the layout was last counted
+	evicting  sync.Mutex   // one eviction scan at a time in this process
 
 	mu      sync.Mutex
 	listing Listing              // GUARDED_BY(mu): nil when none
@@ -119,23 +129,32 @@ func New(inner zmap.Store, dir, id string, opts Options) (*Store, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	sum := sha256.Sum256([]byte(id))
-	s := &Store{
-		inner: inner,
-		root:  dir,
-		dir:   filepath.Join(dir, hex.EncodeToString(sum[:12])),
-		max:   opts.MaxBytes,
-		log:   opts.Logger,
-		seen:  map[string]seenEntry{},
-	}
-	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+	ds := datasetName(id)
+	v1, dsDir, err := openLayout(dir, ds)
+	if err != nil {
 		return nil, fmt.Errorf("diskcache: %w", err)
 	}
-	// Whoever made the folder may have left more than the budget.
-	if err := s.evict(); err != nil {
+	s := &Store{
+		inner:  inner,
+		root:   dir,
+		v1:     v1,
+		dsDir:  dsDir,
+		dsPath: filepath.Join(dir, topName, layoutVer, ds),
+		max:    opts.MaxBytes,
+		log:    opts.Logger,
+		seen:   map[string]seenEntry{},
+	}
+	// Whoever used the layout may have left more than the budget.
+	if err := s.evict(0); err != nil {
 		return nil, fmt.Errorf("diskcache: %w", err)
 	}
 	return s, nil
+}
+
+// datasetName is the name of the folder of the dataset id in the layout.
+func datasetName(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(sum[:datasetLen/2])
 }
 
 // SetListing makes s take the identity of objects from l, the kept
@@ -210,13 +229,6 @@ func matches(e zmap.Entry, data []byte) bool {
 	return true
 }
 
-// path is the cache file of the version v of key.
-func (s *Store) path(key, v string) string {
-	sum := sha256.Sum256([]byte(key + "\x00" + v))
-	h := hex.EncodeToString(sum[:16])
-	return filepath.Join(s.dir, h[:2], h[2:])
-}
-
 // Get returns the object, from the cache folder when it is there.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 	if !zmap.ValidKey(key) {
@@ -270,207 +282,195 @@ func (s *Store) ReadAt(ctx context.Context, key string, p []byte, off int64) (in
 	return n, err
 }
 
-// A cache file is the object followed by a trailer: its length (8 bytes)
-// and CRC-32C (4 bytes), little-endian, so that a damaged file is
-// noticed and refetched rather than served.
-const trailerSize = 12
+// name returns the shard folder and file name of the version v of key.
+func name(key, v string) (shard, file string) {
+	sum := sha256.Sum256([]byte(key + "\x00" + v))
+	h := hex.EncodeToString(sum[:16])
+	return h[:shardLen], h[shardLen:]
+}
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// open opens the cache file of the version v of key: ok is false when it
+// is not cached, or something not the cache's is in its place.
+func (s *Store) open(key, v string) (f cacheFD, size int64, shard, file string, ok bool) {
+	shard, file = name(key, v)
+	f, size, err := openFile(fd(s.dsDir), shard, file)
+	runtime.KeepAlive(s.dsDir)
+	if err != nil {
+		if err != unix.ENOENT {
+			s.log.Warn("diskcache: cannot open a cached object; fetching it", "key", key, "file", filepath.Join(s.dsPath, shard, file), "err", err)
+		}
+		return -1, 0, shard, file, false
+	}
+	return f, size, shard, file, true
+}
 
 // readFile returns the cached object and true, or false when it is not
 // cached (or its file cannot be read or is damaged: the store is asked
 // then).
 func (s *Store) readFile(key, v string) ([]byte, bool) {
-	name := s.path(key, v)
-	data, err := os.ReadFile(name)
-	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			s.log.Warn("diskcache: cannot read a cached object; fetching it", "key", key, "file", name, "err", err)
-		}
+	f, size, shard, file, ok := s.open(key, v)
+	if !ok {
 		return nil, false
 	}
-	n, sum, ok := trailer(data, int64(len(data)))
-	if !ok || crc32.Checksum(data[:n], castagnoli) != sum {
-		s.damaged(key, name)
+	defer f.Close()
+	if size > fileSize(maxObject) {
+		s.damaged(key, shard, file)
 		return nil, false
 	}
-	s.hit(name)
-	return data[:n:n], true
+	buf := make([]byte, size)
+	if _, err := f.ReadAt(buf, 0); err != nil {
+		s.log.Warn("diskcache: cannot read a cached object; fetching it", "key", key, "file", filepath.Join(s.dsPath, shard, file), "err", err)
+		return nil, false
+	}
+	data, ok := decode(buf)
+	if !ok {
+		s.damaged(key, shard, file)
+		return nil, false
+	}
+	s.hit(f)
+	return data, true
 }
 
 // readFileAt is ReadAt from the cache file, with ok false when the object
-// is not cached. A read of the whole object verifies its checksum; a
-// partial read verifies its length.
+// is not cached. Every read checks the CRCs of the blocks it touches.
 func (s *Store) readFileAt(key, v string, p []byte, off int64) (n int, err error, ok bool) {
-	name := s.path(key, v)
-	f, err := os.Open(name)
-	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			s.log.Warn("diskcache: cannot open a cached object; fetching it", "key", key, "file", name, "err", err)
-		}
+	f, size, shard, file, ok := s.open(key, v)
+	if !ok {
 		return 0, nil, false
 	}
 	defer f.Close()
-	info, err := f.Stat()
+	n, err, ok = readChecked(f, size, p, off)
+	if !ok {
+		s.damaged(key, shard, file)
+		return 0, nil, false
+	}
+	s.hit(f)
+	return n, err, true
+}
+
+// damaged removes a cache file that failed its check (or could not be
+// read).
+func (s *Store) damaged(key, shard, file string) {
+	s.log.Warn("diskcache: removing a damaged cached object; fetching it", "key", key, "file", filepath.Join(s.dsPath, shard, file))
+	d, err := openDir(fd(s.dsDir), shard)
+	runtime.KeepAlive(s.dsDir)
 	if err != nil {
-		return 0, nil, false
+		return
 	}
-	var tr [trailerSize]byte
-	if info.Size() < trailerSize {
-		s.damaged(key, name)
-		return 0, nil, false
+	defer d.Close()
+	var st unix.Stat_t
+	if unix.Fstatat(fd(d), file, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink == 1 {
+		unix.Unlinkat(fd(d), file, 0)
 	}
-	if _, err := f.ReadAt(tr[:], info.Size()-trailerSize); err != nil {
-		return 0, nil, false
-	}
-	size, sum, good := trailer(tr[:], info.Size())
-	if !good {
-		s.damaged(key, name)
-		return 0, nil, false
-	}
-	if off >= int64(size) {
-		s.hit(name)
-		return 0, io.EOF, true
-	}
-	want := min(int64(len(p)), int64(size)-off)
-	n, err = f.ReadAt(p[:want], off)
-	if err != nil {
-		s.log.Warn("diskcache: cannot read a cached object; fetching it", "key", key, "file", name, "err", err)
-		return 0, nil, false
-	}
-	if off == 0 && n == size && crc32.Checksum(p[:n], castagnoli) != sum {
-		s.damaged(key, name)
-		return 0, nil, false
-	}
-	s.hit(name)
-	if int64(n) < int64(len(p)) {
-		return n, io.EOF, true
-	}
-	return n, nil, true
 }
 
-// trailer parses the trailer at the end of b, a file of fileSize bytes,
-// and checks the length it records against fileSize.
-func trailer(b []byte, fileSize int64) (size int, sum uint32, ok bool) {
-	if len(b) < trailerSize {
-		return 0, 0, false
-	}
-	t := b[len(b)-trailerSize:]
-	n := binary.LittleEndian.Uint64(t)
-	if n != uint64(fileSize-trailerSize) {
-		return 0, 0, false
-	}
-	return int(n), binary.LittleEndian.Uint32(t[8:]), true
-}
-
-// damaged removes a cache file that failed its check.
-func (s *Store) damaged(key, name string) {
-	s.log.Warn("diskcache: removing a damaged cached object; fetching it", "key", key, "file", name)
-	os.Remove(name)
-}
-
-// hit counts a hit and marks the file recently used.
-func (s *Store) hit(name string) {
+// hit counts a hit and marks the file f recently used.
+func (s *Store) hit(f cacheFD) {
 	s.hits.Add(1)
-	now := time.Now()
-	_ = os.Chtimes(name, now, now) // best effort: it only orders eviction
+	now := unix.NsecToTimeval(time.Now().UnixNano())
+	_ = unix.Futimes(int(f), []unix.Timeval{now, now}) // best effort: it only orders eviction
 }
 
 // put writes the version v of an object to the cache folder: into a
 // temporary file, then renamed into place, so that no reader sees part of
 // it.
 func (s *Store) put(key, v string, data []byte) {
-	if len(data) > maxObject || int64(len(data)) > s.max/8 {
+	if len(data) > maxObject || fileSize(int64(len(data))) > s.max/8 {
 		return
 	}
-	name := s.path(key, v)
-	if err := os.MkdirAll(filepath.Dir(name), 0o700); err != nil {
-		s.log.Warn("diskcache: cannot cache", "key", key, "err", err)
+	s.reserve(fileSize(int64(len(data))))
+	shard, file := name(key, v)
+	d, err := makeDir(fd(s.dsDir), shard)
+	runtime.KeepAlive(s.dsDir)
+	if err != nil {
+		s.log.Warn("diskcache: cannot cache", "key", key, "folder", filepath.Join(s.dsPath, shard), "err", err)
 		return
 	}
-	f, err := os.CreateTemp(filepath.Dir(name), ".tmp-*")
+	defer d.Close()
+	f, tmp, err := createTemp(fd(d))
 	if err != nil {
 		s.log.Warn("diskcache: cannot cache", "key", key, "err", err)
 		return
 	}
-	var tr [trailerSize]byte
-	binary.LittleEndian.PutUint64(tr[:], uint64(len(data)))
-	binary.LittleEndian.PutUint32(tr[8:], crc32.Checksum(data, castagnoli))
 	_, err = f.Write(data)
 	if err == nil {
-		_, err = f.Write(tr[:])
+		_, err = f.Write(tail(data))
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(f.Name(), name)
+		err = unix.Renameat(fd(d), tmp, fd(d), file)
 	}
 	if err != nil {
-		os.Remove(f.Name())
+		unix.Unlinkat(fd(d), tmp, 0)
 		s.log.Warn("diskcache: cannot cache", "key", key, "err", err)
 		return
 	}
 	s.written.Add(1)
-	if s.used.Add(int64(len(data))) > s.max {
-		if err := s.evict(); err != nil {
-			s.log.Warn("diskcache: eviction failed", "dir", s.root, "err", err)
-		}
+}
+
+// reserve makes room for a file of n bytes: when this Store has written
+// more than a twentieth of the budget since it last counted the folder,
+// it counts again and evicts (see evict).
+func (s *Store) reserve(n int64) {
+	if s.unscanned.Add(n) <= s.max/20 {
+		return
+	}
+	if err := s.evict(n); err != nil {
+		s.log.Warn("diskcache: eviction failed", "dir", s.root, "err", err)
 	}
 }
 
-// evict counts the bytes under the cache folder (every dataset's, and
-// other processes' too) and, when they exceed the budget, deletes the
-// least recently used files until they are at 90% of it.
-func (s *Store) evict() error {
+// staleTemp is the age past which a temporary file is a crash's leftover.
+const staleTemp = time.Hour
+
+// evict counts the bytes of the cache's files in the layout (every
+// dataset's, and other processes' too) and, when they and reserve more
+// exceed 90% of the budget, deletes the least recently used files until
+// they are at 80% of it. Temporary files older than staleTemp go in any
+// case. Nothing else in the folder is counted or removed.
+//
+// Each Store counts the folder again once it has written a twentieth of
+// the budget (reserve), so that two mounts sharing the folder keep it
+// within the budget; each further one may pass it by a twentieth.
+func (s *Store) evict(reserve int64) error {
 	if !s.evicting.TryLock() {
 		return nil // another goroutine is at it
 	}
 	defer s.evicting.Unlock()
-	type file struct {
-		path  string
-		size  int64
-		mtime time.Time
-	}
-	var files []file
-	var total int64
-	err := filepath.WalkDir(s.root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil // deleted by another process meanwhile
-			}
-			return err
-		}
-		if d.IsDir() {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		if strings.HasPrefix(d.Name(), ".tmp-") && time.Since(info.ModTime()) < time.Hour {
-			return nil // being written, or a recent crash's leftover
-		}
-		files = append(files, file{p, info.Size(), info.ModTime()})
-		total += info.Size()
-		return nil
-	})
+	defer runtime.KeepAlive(s.v1)
+	files, err := scan(fd(s.v1))
 	if err != nil {
 		return err
 	}
-	if total > s.max {
-		slices.SortFunc(files, func(a, b file) int { return a.mtime.Compare(b.mtime) })
-		for _, f := range files {
-			if total <= s.max/10*9 {
+	var total int64
+	keep := files[:0]
+	for _, f := range files {
+		if f.temp && time.Since(f.mtime) > staleTemp {
+			if err := remove(fd(s.v1), f); err != nil {
+				return err
+			}
+			continue
+		}
+		total += f.size
+		if !f.temp { // being written
+			keep = append(keep, f)
+		}
+	}
+	if total+reserve > s.max/10*9 {
+		oldest(keep)
+		for _, f := range keep {
+			if total+reserve <= s.max/10*8 {
 				break
 			}
-			if err := os.Remove(f.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err := remove(fd(s.v1), f); err != nil {
 				return err
 			}
 			total -= f.size
 		}
 	}
-	s.used.Store(total)
+	s.unscanned.Store(reserve)
 	return nil
 }
 
@@ -499,7 +499,9 @@ func (s *Store) Search(ctx context.Context, prefix string) ([]zmap.Entry, error)
 	return s.inner.Search(ctx, prefix)
 }
 
-// Close closes the store it wraps; the folder stays.
+// Close closes the store it wraps; the folder stays. The descriptors of
+// the layout's folders are released with the Store (so that no read still
+// running uses a descriptor number closed and reused).
 func (s *Store) Close() error { return s.inner.Close() }
 
 // Unwrap returns the store it wraps.

@@ -162,7 +162,7 @@ func TestDamagedFilesAreRefetched(t *testing.T) {
 		t.Fatal(err)
 	}
 	var cached []string
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	filepath.WalkDir(filepath.Join(dir, "nczarrfs-cache", "v1"), func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			cached = append(cached, p)
 		}
@@ -267,9 +267,10 @@ func TestSharedFolder(t *testing.T) {
 	wg.Wait()
 }
 
+// folderBytes is what the cache's files under dir take.
 func folderBytes(t *testing.T, dir string) int64 {
 	var total int64
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	filepath.WalkDir(filepath.Join(dir, "nczarrfs-cache", "v1"), func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			if info, err := d.Info(); err == nil {
 				total += info.Size()
@@ -382,4 +383,24 @@ func TestIdentityFromListing(t *testing.T) {
 	if n := inner.stats.Load(); n != 1 {
 		t.Errorf("%d Stat requests for 3 reads within the TTL; want 1", n)
 	}
+}
+
+// entry is the store's entry of key, which names its cache file.
+func (c *counting) entry(t testing.TB, key string) zmap.Entry {
+	t.Helper()
+	e, err := c.Store.Stat(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// openCounting returns a counting file store over dir.
+func openCounting(t testing.TB, dir string) *counting {
+	t.Helper()
+	st, err := file.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &counting{Store: st, dir: dir}
 }

@@ -95,9 +95,14 @@ type Store struct {
 	listing   map[string]*call    // GUARDED_BY(mu): Searches in flight, by prefix
 	flatState flatState           // GUARDED_BY(mu)
 	flatDone  chan struct{}       // GUARDED_BY(mu): closed when the flat listing in flight ends
-	prefetch  chan struct{}       // bounds the background listings
-	queued    map[string]struct{} // GUARDED_BY(mu): background listings started
+	queued    map[string]struct{} // GUARDED_BY(mu): background listings queued or running
+	pending   []string            // GUARDED_BY(mu): background listings not started, oldest first
+	workers   int                 // GUARDED_BY(mu): goroutines draining pending, at most Prefetch
 }
+
+// maxPending bounds the background listings waiting: past it, folders are
+// listed when asked for, not before.
+const maxPending = 1 << 16
 
 // flatState is where a Store is with its flat listing.
 type flatState int
@@ -131,14 +136,13 @@ func New(s zmap.Store, opts Options) *Store {
 		opts.MaxBytes = DefaultMaxBytes
 	}
 	c := &Store{
-		Store:    s,
-		opts:     opts,
-		now:      time.Now,
-		dirs:     map[string]*folder{},
-		meta:     map[string]*doc{},
-		listing:  map[string]*call{},
-		queued:   map[string]struct{}{},
-		prefetch: make(chan struct{}, max(opts.Prefetch, 1)),
+		Store:   s,
+		opts:    opts,
+		now:     time.Now,
+		dirs:    map[string]*folder{},
+		meta:    map[string]*doc{},
+		listing: map[string]*call{},
+		queued:  map[string]struct{}{},
 	}
 	if fl, ok := zmap.As[zmap.FlatLister](s); ok && opts.FlatLimit > 0 && opts.TTL > 0 {
 		c.flat = fl
@@ -436,41 +440,60 @@ func (c *Store) search(ctx context.Context, prefix string, cl *call, prefetch bo
 	}
 }
 
-// prefetchIn starts, in the background, the listings of the folders in
-// prefix that are not kept, Options.Prefetch at a time.
+// prefetchIn queues background listings of the folders in prefix that
+// are not kept, and starts goroutines to drain the queue: at most
+// Options.Prefetch, however many folders wait, each of which ends when the
+// queue is empty.
 func (c *Store) prefetchIn(prefix string, entries []zmap.Entry) {
 	if c.opts.Prefetch <= 0 || c.opts.TTL <= 0 {
 		return
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	for _, e := range entries {
 		if !e.Dir {
 			continue
 		}
-		key := zmap.Join(prefix, e.Name)
-		c.mu.Lock()
-		_, queued := c.queued[key]
-		f := c.dirs[key]
-		if !queued && (f == nil || !c.fresh(f.at)) {
-			c.queued[key] = struct{}{}
-		} else {
-			queued = true
+		if len(c.pending) >= maxPending {
+			break
 		}
-		c.mu.Unlock()
-		if queued {
+		key := zmap.Join(prefix, e.Name)
+		if _, queued := c.queued[key]; queued {
 			continue
 		}
-		go func() {
-			c.prefetch <- struct{}{}
-			defer func() { <-c.prefetch }()
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			if _, err := c.searchFor(ctx, key, false); err != nil {
-				c.opts.Logger.Debug("background listing failed", "key", key, "err", err)
-			}
-			c.mu.Lock()
-			delete(c.queued, key)
+		if f := c.dirs[key]; f != nil && c.fresh(f.at) {
+			continue
+		}
+		c.queued[key] = struct{}{}
+		c.pending = append(c.pending, key)
+	}
+	for c.workers < c.opts.Prefetch && c.workers < len(c.pending) {
+		c.workers++
+		go c.drain()
+	}
+}
+
+// drain lists the queued folders, one at a time, until none is left.
+func (c *Store) drain() {
+	for {
+		c.mu.Lock()
+		if len(c.pending) == 0 {
+			c.workers--
+			c.pending = nil // let the array go
 			c.mu.Unlock()
-		}()
+			return
+		}
+		key := c.pending[0]
+		c.pending = c.pending[1:]
+		c.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		if _, err := c.searchFor(ctx, key, false); err != nil {
+			c.opts.Logger.Debug("background listing failed", "key", key, "err", err)
+		}
+		cancel()
+		c.mu.Lock()
+		delete(c.queued, key)
+		c.mu.Unlock()
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -300,5 +301,85 @@ func TestPrefetch(t *testing.T) {
 	}
 	if got := requests(counted, before); got != (stats.Kinds{}) {
 		t.Errorf("listing the prefetched folders made %+v requests, want none", got)
+	}
+}
+
+// gated is a real store whose listings of sub-folders wait for open to
+// close, counting how many wait at once.
+type gated struct {
+	zmap.Store
+	open             chan struct{}
+	mu               sync.Mutex
+	waiting, maxWait int
+	listed           int
+}
+
+func (g *gated) Search(ctx context.Context, prefix string) ([]zmap.Entry, error) {
+	if prefix != "top" {
+		g.mu.Lock()
+		g.waiting++
+		g.maxWait = max(g.maxWait, g.waiting)
+		g.mu.Unlock()
+		<-g.open
+		g.mu.Lock()
+		g.waiting--
+		g.listed++
+		g.mu.Unlock()
+	}
+	return g.Store.Search(ctx, prefix)
+}
+
+// TestPrefetchGoroutines lists a folder of 2,000 sub-folders whose
+// listings wait: the background listings take at most Prefetch
+// goroutines, not one per sub-folder, and all of them are listed in the
+// end, after which those goroutines are gone.
+func TestPrefetchGoroutines(t *testing.T) {
+	const n, prefetch = 2000, 3
+	tree := map[string][]byte{}
+	for i := range n {
+		tree[fmt.Sprintf("top/d%04d/x", i)] = []byte("x")
+	}
+	fs, err := file.Open(writeTree(t, tree))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &gated{Store: fs, open: make(chan struct{})}
+	c := listcache.New(g, listcache.Options{TTL: time.Hour, Prefetch: prefetch})
+	before := runtime.NumGoroutine()
+	entries, err := c.Search(context.Background(), "top")
+	if err != nil || len(entries) != n {
+		t.Fatalf("Search(top) = %d entries, %v", len(entries), err)
+	}
+	// Wait until the workers are all waiting in the store.
+	waitFor(t, "the background listings to start", func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return g.waiting == prefetch
+	})
+	if extra := runtime.NumGoroutine() - before; extra > prefetch {
+		t.Errorf("%d goroutines more with %d sub-folders queued; want at most %d", extra, n, prefetch)
+	}
+	close(g.open)
+	for i := range n {
+		p := fmt.Sprintf("top/d%04d", i)
+		waitFor(t, p+" to be listed", func() bool { return c.Listed(p) })
+	}
+	waitFor(t, "the background goroutines to end", func() bool { return runtime.NumGoroutine() <= before })
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.maxWait > prefetch || g.listed != n {
+		t.Errorf("%d listings at once, %d listed; want at most %d at once, %d listed", g.maxWait, g.listed, prefetch, n)
+	}
+}
+
+// waitFor waits until cond holds, failing t after a minute.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited a minute for %s", what)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
