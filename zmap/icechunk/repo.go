@@ -268,7 +268,7 @@ func (r *Repository) Snapshot(ctx context.Context, id ID) (*Snapshot, error) {
 			}
 		}
 		if err != nil {
-			o.err = fmt.Errorf("icechunk: %s: %w", key, err)
+			o.err = objectErr(key, err)
 			if ctx.Err() != nil || !errors.Is(err, errCorrupt) {
 				r.mu.Lock()
 				delete(r.snaps, id)
@@ -306,7 +306,7 @@ func (r *Repository) manifest(ctx context.Context, id ID) (*Manifest, error) {
 		}
 		r.mu.Lock()
 		if err != nil {
-			o.err = fmt.Errorf("icechunk: %s: %w", key, err)
+			o.err = objectErr(key, err)
 			delete(r.mans, id) // read again by the next asker
 		} else {
 			o.size = int64(len(o.v.body))
@@ -448,3 +448,13 @@ func (r *Repository) SnapshotsJSON(ctx context.Context) ([]byte, error) {
 
 // Close closes nothing: the store is the caller's.
 func (r *Repository) Close() error { return nil }
+
+// objectErr is the error of a repository object that cannot be read. A
+// missing object is damage, not absence: it does not wrap ErrNotFound, so
+// that no reader takes a chunk behind it for a missing one.
+func objectErr(key string, err error) error {
+	if errors.Is(err, zmap.ErrNotFound) {
+		return fmt.Errorf("icechunk: %s is missing (%v)", key, err)
+	}
+	return fmt.Errorf("icechunk: %s: %w", key, err)
+}
