@@ -112,7 +112,14 @@ func openIcechunk(ctx context.Context, s Source, st zmap.Store, opts IcechunkOpt
 // the format, or when st holds one; otherwise it returns st.
 func maybeIcechunk(ctx context.Context, s Source, st zmap.Store, opts Options) (zmap.Store, error) {
 	if s.Format == "" && s.Storage != HTTP {
+		before, counts := requestKinds(st)
 		is, err := isIcechunk(ctx, st)
+		if counts {
+			// The probe is the price of not naming the format, not
+			// the dataset's: .nczarrfs/stats leaves it out.
+			after, _ := requestKinds(st)
+			st = &probed{Store: st, probes: after - before}
+		}
 		if err != nil || !is {
 			return st, nil // the dataset's own reading reports any failure
 		}
@@ -120,4 +127,36 @@ func maybeIcechunk(ctx context.Context, s Source, st zmap.Store, opts Options) (
 		return st, nil
 	}
 	return openIcechunk(ctx, s, st, opts.Icechunk)
+}
+
+type requestCounter interface {
+	RequestKinds() (get, rangedGET, head, list int64)
+}
+
+// requestKinds is the count of HEAD requests of a store that counts its
+// own requests.
+func requestKinds(st zmap.Store) (head int64, ok bool) {
+	rc, ok := zmap.As[requestCounter](st)
+	if !ok {
+		return 0, false
+	}
+	_, _, head, _ = rc.RequestKinds()
+	return head, true
+}
+
+// probed is a store whose request counts leave out the HEAD requests of
+// the Icechunk probe.
+type probed struct {
+	zmap.Store
+	probes int64
+}
+
+// Unwrap gives the store, for what it offers beyond zmap.Store.
+func (p *probed) Unwrap() zmap.Store { return p.Store }
+
+// RequestKinds counts the store's requests but the probe's.
+func (p *probed) RequestKinds() (get, rangedGET, head, list int64) {
+	rc, _ := zmap.As[requestCounter](p.Store)
+	get, rangedGET, head, list = rc.RequestKinds()
+	return get, rangedGET, head - p.probes, list
 }
