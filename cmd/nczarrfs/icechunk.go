@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	neturl "net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -185,4 +187,32 @@ func (v repoVersions) File(ctx context.Context, name string) ([]byte, error) {
 		return nil, zmap.ErrNotFound
 	}
 	return v.r.SnapshotsJSON(ctx)
+}
+
+// icechunkNote writes, for an Icechunk source, which version the command
+// reads, and with refs its branches and tags: a line each, for ls and
+// info (on stderr, their output staying what it is for any dataset).
+func icechunkNote(ctx context.Context, w io.Writer, store zmap.Store, refs bool) {
+	root, ok := zmap.As[*source.IcechunkRoot](store)
+	if !ok {
+		return
+	}
+	fmt.Fprintf(w, "icechunk: %s, snapshot %s (spec %d)\n", root.Version, root.ID, root.Repo.Spec())
+	if !refs {
+		return
+	}
+	if b, err := root.Repo.Branches(ctx); err == nil {
+		fmt.Fprintf(w, "icechunk: branches: %s\n", strings.Join(quoteAll(b), ", "))
+	}
+	if t, err := root.Repo.Tags(ctx); err == nil {
+		fmt.Fprintf(w, "icechunk: tags: %s\n", strings.Join(quoteAll(t), ", "))
+	}
+}
+
+func quoteAll(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = strconv.Quote(n)
+	}
+	return out
 }
