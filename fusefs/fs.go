@@ -258,13 +258,11 @@ func Mount(mountpoint string, ds *nczarr.Dataset, store zmap.Store, opts Options
 	return srv, nil
 }
 
-// ino gives every key a stable inode number, so tools that compare inode
-// numbers (find, du, tar) see a consistent tree across lookups.
-func ino(kind byte, key string) uint64 { return inoIn("", kind, key) }
-
-// ino is the inode number of key in t: a tree of another version of the
-// dataset (versions.go) numbers its keys apart from the mount's, for
-// go-fuse takes nodes of one number for one node.
+// ino gives every key of t a stable inode number, so tools that compare
+// inode numbers (find, du, tar) see a consistent tree across lookups. A
+// tree of another version of the dataset (versions.go) numbers its keys
+// apart from the mount's, for go-fuse takes nodes of one number for one
+// node.
 func (t *tree) ino(kind byte, key string) uint64 { return inoIn(t.salt, kind, key) }
 
 func inoIn(salt string, kind byte, key string) uint64 {

@@ -116,13 +116,6 @@ func (t table) u8(i int, def uint8) uint8 {
 	return def
 }
 
-func (t table) u16(i int, def uint16) uint16 {
-	if p := t.field(i); p != 0 {
-		return t.b.u16(p)
-	}
-	return def
-}
-
 func (t table) u32(i int, def uint32) uint32 {
 	if p := t.field(i); p != 0 {
 		return t.b.u32(p)

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nczarrfs/nczarrfs/nczarr"
 	_ "github.com/nczarrfs/nczarrfs/nczarr/codec/all" // zstd, which the fixtures use
@@ -404,3 +405,61 @@ func TestReadExpired(t *testing.T) {
 }
 
 var errEOF = io.EOF
+
+// changedOpener serves the virtual chunk's object with a modification
+// time after the reference's checksum.
+type changedOpener struct{ memOpener }
+
+func (o changedOpener) Open(ctx context.Context, url string) (zmap.Store, string, error) {
+	st, key, err := o.memOpener.Open(ctx, url)
+	return modStore{st.(memStore)}, key, err
+}
+
+type modStore struct{ memStore }
+
+func (m modStore) Stat(ctx context.Context, key string) (zmap.Entry, error) {
+	e, err := m.memStore.Stat(ctx, key)
+	e.ModTime = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+	return e, err
+}
+
+// TestVirtualChanged: the fixtures' virtual reference carries a
+// last-modified checksum; an object changed after it reads as an error
+// (ErrChanged), never its new bytes.
+func TestVirtualChanged(t *testing.T) {
+	ctx := context.Background()
+	r := openFixture(t, "test-repo-v2", icechunk.Options{
+		Opener:  changedOpener{memOpener{map[string][]byte{"can_read_old/chunk-1": []byte("new bytes")}}},
+		Virtual: []string{"s3://testbucket/"},
+	})
+	id, err := r.Branch(ctx, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = version(t, r, id).Get(ctx, "group1/big_chunks/c/0/0")
+	if !errors.Is(err, icechunk.ErrChanged) {
+		t.Fatalf("changed object: %v, want ErrChanged", err)
+	}
+}
+
+// TestAllowed: a prefix allows URLs that start with it, its trailing
+// slash optional, and no other bucket whose name it begins.
+func TestAllowed(t *testing.T) {
+	for _, c := range []struct {
+		prefixes []string
+		url      string
+		want     bool
+	}{
+		{[]string{"s3://testbucket/"}, "s3://testbucket/can_read_old/chunk-1", true},
+		{[]string{"s3://testbucket"}, "s3://testbucket/x", true},
+		{[]string{"s3://testbucket/can_read_old/"}, "s3://testbucket/can_read_old/x", true},
+		{[]string{"s3://testbucket"}, "s3://testbucket2/x", false},
+		{[]string{"s3://other/"}, "s3://testbucket/x", false},
+		{nil, "s3://testbucket/x", false},
+		{[]string{""}, "s3://testbucket/x", false},
+	} {
+		if got := icechunk.Allowed(c.prefixes, c.url); got != c.want {
+			t.Errorf("Allowed(%q, %q) = %v", c.prefixes, c.url, got)
+		}
+	}
+}
