@@ -56,8 +56,25 @@ type once[T any] struct {
 	size int64
 }
 
+// retry calls fn again (twice at most) when it failed for the
+// cancellation of another caller's context, with which it shared the
+// work, and not of ctx. A store's own timeouts look the same, hence the
+// bound.
+func retry[T any](ctx context.Context, fn func() (T, error)) (T, error) {
+	for i := 0; ; i++ {
+		v, err := fn()
+		if err == nil || i == 2 || ctx.Err() != nil || !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+			return v, err
+		}
+	}
+}
+
 // get returns the value of key in m, computing it with fn once.
 func get[T any](ctx context.Context, mu *sync.Mutex, m map[string]*once[T], key string, fn func() (T, error)) (T, error) {
+	return retry(ctx, func() (T, error) { return getOnce(ctx, mu, m, key, fn) })
+}
+
+func getOnce[T any](ctx context.Context, mu *sync.Mutex, m map[string]*once[T], key string, fn func() (T, error)) (T, error) {
 	mu.Lock()
 	o, ok := m[key]
 	if !ok {
@@ -251,6 +268,10 @@ func (r *Repository) refNames(ctx context.Context, kind string) ([]string, error
 
 // Snapshot reads (once) the snapshot with the given id.
 func (r *Repository) Snapshot(ctx context.Context, id ID) (*Snapshot, error) {
+	return retry(ctx, func() (*Snapshot, error) { return r.snapshotOnce(ctx, id) })
+}
+
+func (r *Repository) snapshotOnce(ctx context.Context, id ID) (*Snapshot, error) {
 	r.mu.Lock()
 	o, ok := r.snaps[id]
 	if !ok {
@@ -288,6 +309,10 @@ func (r *Repository) Snapshot(ctx context.Context, id ID) (*Snapshot, error) {
 // manifest reads (once, while it stays in the cache) the manifest with
 // the given id.
 func (r *Repository) manifest(ctx context.Context, id ID) (*Manifest, error) {
+	return retry(ctx, func() (*Manifest, error) { return r.manifestOnce(ctx, id) })
+}
+
+func (r *Repository) manifestOnce(ctx context.Context, id ID) (*Manifest, error) {
 	r.mu.Lock()
 	o, ok := r.mans[id]
 	if !ok {
