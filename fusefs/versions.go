@@ -181,9 +181,6 @@ func (k *kindDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 		return nil, k.t.rep.errno("lookup", k.t.versions.cfg.Dir+"/"+k.kind+"/"+name, err)
 	}
 	root := vt.newDirNode("")
-	if errno := root.Getattr(ctx, nil, &fuse.AttrOut{Attr: out.Attr}); errno != 0 {
-		return nil, errno
-	}
 	vt.fill(&out.Attr, fuse.S_IFDIR|0o555, 0, vt.ino('d', ""))
 	out.Attr.Nlink = 2
 	return k.NewInode(ctx, root, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: out.Ino}), 0
