@@ -2,8 +2,10 @@ package fusefs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -25,6 +27,8 @@ type VersionSource interface {
 	Kinds() []string
 	// Names lists the versions of a kind, reading none of them.
 	Names(ctx context.Context, kind string) ([]string, error)
+	// Has reports whether a version exists, reading none of it.
+	Has(ctx context.Context, kind, name string) (bool, error)
 	// Open opens the store of one version; an error wrapping
 	// zmap.ErrNotFound when there is no such version.
 	Open(ctx context.Context, kind, name string) (zmap.Store, error)
@@ -176,14 +180,129 @@ func versionSalt(kind, name string) string { return "\x00version\x00" + kind + "
 func (k *kindDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	ctx, cancel := k.t.bound(ctx)
 	defer cancel()
-	vt, err := k.t.openVersion(ctx, k.kind, name)
+	path := k.t.versions.cfg.Dir + "/" + k.kind + "/" + name
+	ok, err := k.t.versions.cfg.Source.Has(ctx, k.kind, name)
 	if err != nil {
-		return nil, k.t.rep.errno("lookup", k.t.versions.cfg.Dir+"/"+k.kind+"/"+name, err)
+		return nil, k.t.rep.errno("lookup", path, err)
 	}
-	root := vt.newDirNode("")
-	vt.fill(&out.Attr, fuse.S_IFDIR|0o555, 0, vt.ino('d', ""))
-	out.Attr.Nlink = 2
-	return k.NewInode(ctx, root, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: out.Ino}), 0
+	if !ok {
+		return nil, syscall.ENOENT
+	}
+	v := &versionRoot{dir: &dir{}, parent: k.t, kind: k.kind, name: name}
+	v.attr(&out.Attr)
+	return k.NewInode(ctx, v, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: out.Ino}), 0
+}
+
+// versionRoot is the folder of one version: the root of its tree, which
+// is opened (its snapshot read) when first looked into, not when the
+// folder is looked up or listed (ls -l of the versions' folder).
+type versionRoot struct {
+	// *dir is the root of the version's tree once opened; until then
+	// only its Inode, which is this node's, is used.
+	*dir
+	parent     *tree
+	kind, name string
+
+	mu     sync.Mutex
+	opened bool // GUARDED_BY(mu)
+	empty  bool // GUARDED_BY(mu): the version holds no dataset
+}
+
+var (
+	_ fs.NodeLookuper       = (*versionRoot)(nil)
+	_ fs.NodeReaddirer      = (*versionRoot)(nil)
+	_ fs.NodeOpendirHandler = (*versionRoot)(nil)
+	_ fs.NodeGetattrer      = (*versionRoot)(nil)
+	_ fs.NodeGetxattrer     = (*versionRoot)(nil)
+	_ fs.NodeListxattrer    = (*versionRoot)(nil)
+)
+
+func (v *versionRoot) attr(a *fuse.Attr) {
+	v.parent.fill(a, fuse.S_IFDIR|0o555, 0, inoIn(versionSalt(v.kind, v.name), 'd', ""))
+	a.Nlink = 2
+}
+
+// open opens the version's tree, once; empty reports a version that
+// holds no dataset (a repository's first, empty snapshot).
+func (v *versionRoot) open(ctx context.Context) (empty bool, errno syscall.Errno) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.opened {
+		return v.empty, 0
+	}
+	vt, err := v.parent.openVersion(ctx, v.kind, v.name)
+	if errors.Is(err, nczarr.ErrNoDataset) {
+		v.opened, v.empty = true, true
+		return true, 0
+	}
+	if err != nil {
+		return false, v.parent.rep.errno("open", v.parent.versions.cfg.Dir+"/"+v.kind+"/"+v.name, err)
+	}
+	v.dir.t, v.dir.key, v.dir.attrNode = vt, "", vt.attrNode("")
+	v.opened = true
+	return false, 0
+}
+
+func (v *versionRoot) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	v.attr(&out.Attr)
+	return 0
+}
+
+func (v *versionRoot) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if empty, errno := v.open(ctx); errno != 0 || empty {
+		return nil, errnoOr(errno, syscall.ENOENT)
+	}
+	return v.dir.Lookup(ctx, name, out)
+}
+
+func (v *versionRoot) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
+	if empty, errno := v.open(ctx); errno != 0 || empty {
+		return fs.NewListDirStream(nil), errno
+	}
+	return v.dir.Readdir(ctx)
+}
+
+func (v *versionRoot) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	if empty, errno := v.open(ctx); errno != 0 || empty {
+		if errno != 0 {
+			return nil, 0, errno
+		}
+		return &emptyDirHandle{}, 0, 0
+	}
+	return v.dir.OpendirHandle(ctx, flags)
+}
+
+func (v *versionRoot) Getxattr(ctx context.Context, name string, dest []byte) (uint32, syscall.Errno) {
+	if !strings.HasPrefix(name, xattrPrefix) {
+		// ls -l asks every entry for its ACL: no reason to open it.
+		return 0, syscall.ENODATA
+	}
+	if empty, errno := v.open(ctx); errno != 0 || empty {
+		return 0, errnoOr(errno, syscall.ENODATA)
+	}
+	return v.dir.Getxattr(ctx, name, dest)
+}
+
+func (v *versionRoot) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
+	if empty, errno := v.open(ctx); errno != 0 || empty {
+		return 0, errno
+	}
+	return v.dir.Listxattr(ctx, dest)
+}
+
+// errnoOr is errno, or def when errno is 0.
+func errnoOr(errno, def syscall.Errno) syscall.Errno {
+	if errno != 0 {
+		return errno
+	}
+	return def
+}
+
+// emptyDirHandle lists nothing.
+type emptyDirHandle struct{}
+
+func (*emptyDirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
+	return nil, 0
 }
 
 // openVersion opens (once) the tree of a version.
@@ -226,6 +345,7 @@ func (t *tree) newVersionTree(ctx context.Context, kind, name string) (*tree, er
 	}
 	ds, err := nczarr.Open(ctx, st, nczarr.Options{Cache: cache.New(budget), Logger: vs.opts.Logger})
 	if err != nil {
+		st.Close()
 		return nil, fmt.Errorf("%s %s: %w", kind, name, err)
 	}
 	opts := vs.opts

@@ -23,6 +23,7 @@ import (
 
 	"github.com/nczarrfs/nczarrfs/internal/miniotest"
 	"github.com/nczarrfs/nczarrfs/internal/netem"
+	"github.com/nczarrfs/nczarrfs/internal/stats"
 	"github.com/nczarrfs/nczarrfs/internal/testenv"
 )
 
@@ -153,9 +154,18 @@ func TestIcechunk(t *testing.T) {
 	})
 
 	t.Run("snapshots.json", func(t *testing.T) {
+		before := readRequests(t, mnt)
+		listed := readDir(t, filepath.Join(ice, "snapshots"))
+		if err := command("ls", "-l", filepath.Join(ice, "snapshots")); err != nil {
+			t.Error(err)
+		}
 		b, err := os.ReadFile(filepath.Join(ice, "snapshots.json"))
 		if err != nil {
 			t.Fatal(err)
+		}
+		// All of it comes from the repo file, read at mount.
+		if got := minus(readRequests(t, mnt), before); got != (stats.Kinds{}) {
+			t.Errorf("listing snapshots/ and reading snapshots.json made %+v requests, want none", got)
 		}
 		if err := json.Unmarshal(b, &snaps); err != nil {
 			t.Fatalf("%v\n%s", err, b)
@@ -188,7 +198,6 @@ func TestIcechunk(t *testing.T) {
 				t.Errorf("%s (%q): parent %v, want %s", s.ID, s.Message, s.Parent, snaps[i+1].ID)
 			}
 		}
-		listed := readDir(t, filepath.Join(ice, "snapshots"))
 		slices.Sort(ids)
 		if !slices.Equal(listed, ids) {
 			t.Errorf("snapshots/ lists %q, snapshots.json %q", listed, ids)
@@ -200,6 +209,10 @@ func TestIcechunk(t *testing.T) {
 			t.Skip("no snapshots.json")
 		}
 		emptyStructure := filepath.Join(ice, "snapshots", snaps[len(snaps)-2].ID)
+		// "Repository initialized" holds nothing, not even the root group.
+		if got := readDir(t, filepath.Join(ice, "snapshots", snaps[len(snaps)-1].ID)); len(got) != 0 {
+			t.Errorf("the first snapshot lists %q", got)
+		}
 		for path, want := range map[string][]int{
 			// "small_chunks[:] = 84"; my-branch deleted c/4: the fill value 8.
 			filepath.Join(mnt, "group1/small_chunks/data"):                           {84, 84, 84, 84, 84},
@@ -290,6 +303,13 @@ func TestIcechunk(t *testing.T) {
 		t.Logf("requests before the root lists: %d (%+v)", n, got)
 		if n > 4 {
 			t.Errorf("%d requests before the root lists (%+v), want at most 4", n, got)
+		}
+		// small_chunks' five chunks are inline in one manifest: one GET.
+		if v := int8s(t, filepath.Join(m, "group1/small_chunks/data")); !slices.Equal(v, []int{84, 84, 84, 84, 84}) {
+			t.Errorf("small_chunks = %v", v)
+		}
+		if got := minus(readRequests(t, m), got); got != (stats.Kinds{GET: 1}) {
+			t.Errorf("reading small_chunks made %+v requests, want 1 GET (its manifest)", got)
 		}
 	})
 

@@ -156,6 +156,36 @@ func (v repoVersions) Names(ctx context.Context, kind string) ([]string, error) 
 	return nil, nil
 }
 
+func (v repoVersions) Has(ctx context.Context, kind, name string) (bool, error) {
+	var err error
+	switch kind {
+	case "branches":
+		_, err = v.r.Branch(ctx, name)
+	case "tags":
+		_, err = v.r.Tag(ctx, name)
+	case "snapshots":
+		if v.r.Spec() == 1 {
+			// Those reachable from the refs, as snapshots.json lists.
+			names, err := v.Names(ctx, kind)
+			return slices.Contains(names, name), err
+		}
+		var id icechunk.ID
+		if id, err = icechunk.ParseID(name); err != nil {
+			return false, nil
+		}
+		_, err = v.r.Info(ctx, id)
+		if errors.Is(err, zmap.ErrNotFound) {
+			return false, nil
+		}
+	default:
+		return false, nil
+	}
+	if errors.Is(err, icechunk.ErrNoRef) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 func (v repoVersions) Open(ctx context.Context, kind, name string) (zmap.Store, error) {
 	var id icechunk.ID
 	var err error
