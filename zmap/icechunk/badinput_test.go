@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nczarrfs/nczarrfs/internal/testenv"
 	"github.com/nczarrfs/nczarrfs/zmap"
 	"github.com/nczarrfs/nczarrfs/zmap/file"
 	"github.com/nczarrfs/nczarrfs/zmap/icechunk"
@@ -19,7 +20,9 @@ func copyRepo(t *testing.T, name string) string {
 	t.Helper()
 	dst := t.TempDir()
 	src := filepath.Join(fixtures, name)
-	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+	_, err := os.Stat(src)
+	testenv.Require(t, "the Icechunk fixtures ../shared/fixtures/icechunk", err)
+	err = filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}

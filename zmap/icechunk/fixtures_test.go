@@ -6,12 +6,14 @@ import (
 	"errors"
 	"io"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nczarrfs/nczarrfs/internal/testenv"
 	"github.com/nczarrfs/nczarrfs/nczarr"
 	_ "github.com/nczarrfs/nczarrfs/nczarr/codec/all" // zstd, which the fixtures use
 	"github.com/nczarrfs/nczarrfs/zmap"
@@ -20,9 +22,10 @@ import (
 )
 
 // fixtures is where the repositories of icechunk's read-compatibility
-// tests are (shared/fixtures/icechunk, see its README); their expected
-// contents are those icechunk-python/tests/test_can_read_old.py asserts.
-const fixtures = "../../../../shared/fixtures/icechunk"
+// tests are (shared/fixtures/icechunk beside the repository root, see its
+// README); their expected contents are those
+// icechunk-python/tests/test_can_read_old.py asserts.
+const fixtures = "../../../shared/fixtures/icechunk"
 
 // memOpener is an Opener of one in-memory object, standing in for the
 // bucket of the fixtures' virtual chunk (s3://testbucket/can_read_old/chunk-1).
@@ -84,6 +87,8 @@ func (m memStore) Close() error { return nil }
 
 func openFixture(t *testing.T, name string, opts icechunk.Options) *icechunk.Repository {
 	t.Helper()
+	_, err := os.Stat(filepath.Join(fixtures, name))
+	testenv.Require(t, "the Icechunk fixtures ../shared/fixtures/icechunk", err)
 	st, err := file.Open(filepath.Join(fixtures, name))
 	if err != nil {
 		t.Fatal(err)

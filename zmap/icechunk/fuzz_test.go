@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-const fixtureDir = "../../../../shared/fixtures/icechunk"
+const fixtureDir = "../../../shared/fixtures/icechunk"
 
 // seed adds every fixture file under the given folder of each fixture
 // repository.

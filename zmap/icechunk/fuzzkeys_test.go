@@ -2,9 +2,11 @@ package icechunk_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/nczarrfs/nczarrfs/internal/testenv"
 	"github.com/nczarrfs/nczarrfs/zmap/file"
 	"github.com/nczarrfs/nczarrfs/zmap/icechunk"
 )
@@ -16,9 +18,11 @@ func FuzzStoreKeys(f *testing.F) {
 		f.Add(k)
 	}
 	ctx := context.Background()
+	_, err := os.Stat(filepath.Join(fixtures, "test-repo-v2"))
+	testenv.Require(f, "the Icechunk fixtures ../shared/fixtures/icechunk", err)
 	st, err := file.Open(filepath.Join(fixtures, "test-repo-v2"))
 	if err != nil {
-		f.Skip(err)
+		f.Fatal(err)
 	}
 	r, err := icechunk.Open(ctx, st, icechunk.Options{})
 	if err != nil {
