@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -205,3 +206,45 @@ func (s etagStore) Stat(ctx context.Context, key string) (zmap.Entry, error) {
 }
 
 func truncateFile(path string, n int64) error { return os.Truncate(path, n) }
+
+// TestConcurrentReads reads every chunk of several versions from many
+// goroutines at once, with a manifest cache too small to keep them: each
+// read gets its own bytes (run with -race).
+func TestConcurrentReads(t *testing.T) {
+	ctx := context.Background()
+	const n, chunks = 6, 12
+	dir, w := manyCommits(t, n, chunks)
+	fst, _ := file.Open(dir)
+	defer fst.Close()
+	r, err := icechunk.Open(ctx, fst, icechunk.Options{CacheBytes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 16*n*chunks)
+	for g := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := range n {
+				c = (c + g) % n
+				v, err := r.Version(ctx, w.Snapshots[c])
+				if err != nil {
+					errs <- err
+					return
+				}
+				for i := range chunks {
+					got, err := v.Get(ctx, fmt.Sprintf("a/c/%d", i))
+					if err != nil || !bytes.Equal(got, chunkBytes(c, i)) {
+						errs <- fmt.Errorf("commit %d chunk %d: %x, %v", c, i, got, err)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
