@@ -123,7 +123,7 @@ func (f *classicFile) live() bool { return f.unsized() }
 
 func (f *classicFile) attr(ctx context.Context, a *fuse.Attr) error {
 	if f.unsized() {
-		f.t.fill(a, fuse.S_IFREG|0o444, 0, ino('N', f.key))
+		f.t.fill(a, fuse.S_IFREG|0o444, 0, f.t.ino('N', f.key))
 		stamp(a, f.t.dirTime(ctx, f.key))
 		return nil
 	}
@@ -131,7 +131,7 @@ func (f *classicFile) attr(ctx context.Context, a *fuse.Attr) error {
 	if err != nil {
 		return err
 	}
-	f.t.fill(a, fuse.S_IFREG|0o444, uint64(c.Size()), ino('N', f.key))
+	f.t.fill(a, fuse.S_IFREG|0o444, uint64(c.Size()), f.t.ino('N', f.key))
 	// netCDF's I/O layer reads blocks of st_blksize.
 	a.Blksize = uint32(c.BlockSize)
 	stamp(a, f.t.dirTime(ctx, f.key))

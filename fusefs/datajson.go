@@ -18,11 +18,11 @@ const DataJSONName = "data.json"
 
 // arrayEntry is the listing entry of the file the mount adds to the
 // directory of array a: DataName, or DataJSONName for an object array.
-func arrayEntry(a *nczarr.Array) fuse.DirEntry {
+func arrayEntry(t *tree, a *nczarr.Array) fuse.DirEntry {
 	if a.Objects() {
-		return fuse.DirEntry{Name: DataJSONName, Mode: fuse.S_IFREG, Ino: ino('j', a.Path)}
+		return fuse.DirEntry{Name: DataJSONName, Mode: fuse.S_IFREG, Ino: t.ino('j', a.Path)}
 	}
-	return fuse.DirEntry{Name: DataName, Mode: fuse.S_IFREG, Ino: ino('a', a.Path)}
+	return fuse.DirEntry{Name: DataName, Mode: fuse.S_IFREG, Ino: t.ino('a', a.Path)}
 }
 
 // lookupDataJSON is Lookup of DataJSONName in the directory of an object
@@ -64,7 +64,7 @@ func (n *dataJSON) attr(ctx context.Context, a *fuse.Attr) syscall.Errno {
 	if errno != 0 {
 		return errno
 	}
-	n.t.fill(a, fuse.S_IFREG|0o444, uint64(len(doc)), ino('j', n.array.Path))
+	n.t.fill(a, fuse.S_IFREG|0o444, uint64(len(doc)), n.t.ino('j', n.array.Path))
 	return 0
 }
 

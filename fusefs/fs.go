@@ -79,6 +79,9 @@ type Options struct {
 	// doing. For a remote store it is --timeout plus a margin, so that
 	// one store operation fits in it; 0 means no bound.
 	RequestTimeout time.Duration
+	// Versions shows other versions of the dataset in a folder at the
+	// root (versions.go); nil for none.
+	Versions *Versions
 	// DirectMount mounts with mount(2) instead of through fusermount3,
 	// falling back to fusermount3 if that fails: for root where
 	// fusermount3 is not installed (a container image).
@@ -114,6 +117,12 @@ type tree struct {
 	direct atomic.Bool
 	// timeout is Options.RequestTimeout.
 	timeout time.Duration
+	// salt sets the inode numbers of a version's tree apart (versions.go);
+	// "" for the mount's own.
+	salt string
+	// versions is Options.Versions and what the mount keeps of them;
+	// nil in a version's own tree (versions.go).
+	versions *versionState
 }
 
 // bound gives a request that may ask the store its deadline
@@ -169,6 +178,9 @@ func newTree(ds *nczarr.Dataset, store zmap.Store, opts Options) *tree {
 		t.name = "dataset"
 	}
 	t.setStats(opts.Stats)
+	if opts.Versions != nil {
+		t.versions = &versionState{cfg: *opts.Versions, opts: opts, open: map[string]*versionOnce{}}
+	}
 	return t
 }
 
@@ -246,10 +258,16 @@ func Mount(mountpoint string, ds *nczarr.Dataset, store zmap.Store, opts Options
 	return srv, nil
 }
 
-// ino gives every key a stable inode number, so tools that compare inode
-// numbers (find, du, tar) see a consistent tree across lookups.
-func ino(kind byte, key string) uint64 {
+// ino gives every key of t a stable inode number, so tools that compare
+// inode numbers (find, du, tar) see a consistent tree across lookups. A
+// tree of another version of the dataset (versions.go) numbers its keys
+// apart from the mount's, for go-fuse takes nodes of one number for one
+// node.
+func (t *tree) ino(kind byte, key string) uint64 { return inoIn(t.salt, kind, key) }
+
+func inoIn(salt string, kind byte, key string) uint64 {
 	h := fnv.New64a()
+	h.Write([]byte(salt))
 	h.Write([]byte{kind})
 	h.Write([]byte(key))
 	n := h.Sum64() &^ (1 << 63) // below go-fuse's automatic numbers
@@ -435,7 +453,7 @@ func (t *tree) listed(ctx context.Context, dir, name string, list bool) (e *zmap
 
 func (d *dir) newDir(ctx context.Context, key string, out *fuse.EntryOut) *fs.Inode {
 	n := d.t.newDirNode(key)
-	d.t.fill(&out.Attr, fuse.S_IFDIR|0o555, 0, ino('d', key))
+	d.t.fill(&out.Attr, fuse.S_IFDIR|0o555, 0, d.t.ino('d', key))
 	stamp(&out.Attr, d.t.dirTime(ctx, key))
 	out.Nlink = 2
 	return d.NewInode(ctx, n, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: out.Ino})
@@ -472,14 +490,14 @@ func (d *dir) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 	}
 	list := make([]fuse.DirEntry, 0, len(entries)+1)
 	if a := d.arrayOf(); a != nil {
-		list = append(list, arrayEntry(a))
+		list = append(list, arrayEntry(d.t, a))
 	}
 	for _, e := range entries {
 		key := zmap.Join(d.key, e.Name)
 		if e.Dir {
-			list = append(list, fuse.DirEntry{Name: e.Name, Mode: fuse.S_IFDIR, Ino: ino('d', key)})
+			list = append(list, fuse.DirEntry{Name: e.Name, Mode: fuse.S_IFDIR, Ino: d.t.ino('d', key)})
 		} else {
-			list = append(list, fuse.DirEntry{Name: e.Name, Mode: fuse.S_IFREG, Ino: ino('o', key)})
+			list = append(list, fuse.DirEntry{Name: e.Name, Mode: fuse.S_IFREG, Ino: d.t.ino('o', key)})
 		}
 	}
 	return fs.NewListDirStream(d.appendSynth(list, listing)), 0
@@ -588,7 +606,7 @@ var (
 )
 
 func (o *object) attr(a *fuse.Attr) {
-	o.t.fill(a, fuse.S_IFREG|0o444, uint64(o.size), ino('o', o.key))
+	o.t.fill(a, fuse.S_IFREG|0o444, uint64(o.size), o.t.ino('o', o.key))
 	if !o.mtime.IsZero() {
 		stamp(a, o.mtime)
 	}
@@ -643,7 +661,7 @@ var (
 )
 
 func (n *data) attr(ctx context.Context, a *fuse.Attr) {
-	n.t.fillData(a, uint64(n.array.Size()), ino('a', n.array.Path))
+	n.t.fillData(a, uint64(n.array.Size()), n.t.ino('a', n.array.Path))
 	stamp(a, n.t.dirTime(ctx, n.array.Path))
 }
 

@@ -15,7 +15,7 @@ const IndexName = "index.html"
 // at the first stat, with the group's time. Opening it makes the stat of
 // the group's preview.png files draw them (pageOpened).
 func (t *tree) indexFile(key string) synthNode {
-	f := t.staticFile(ino('x', key), key, func(ctx context.Context) ([]byte, error) {
+	f := t.staticFile(t.ino('x', key), key, func(ctx context.Context) ([]byte, error) {
 		return describe.IndexHTML(ctx, t.ds, key, t.name)
 	})
 	// It reads the group's arrays: on a lazily read dataset it is made

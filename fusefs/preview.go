@@ -63,7 +63,7 @@ func (f *previewFile) attr(ctx context.Context, a *fuse.Attr) error {
 			f.size.Store(size)
 		}
 	}
-	f.t.fill(a, fuse.S_IFREG|0o444, uint64(size), ino('p', f.array.Path))
+	f.t.fill(a, fuse.S_IFREG|0o444, uint64(size), f.t.ino('p', f.array.Path))
 	stamp(a, f.t.dirTime(ctx, f.array.Path))
 	return nil
 }

@@ -100,23 +100,23 @@ func (d *dir) synthNames() []synthName {
 	if a := d.arrayOf(); a != nil {
 		f := t.arrayFiles(a)
 		if f.npy != nil {
-			names = append(names, synthName{NPYName, fuse.S_IFREG, ino('n', a.Path), func() synthNode {
+			names = append(names, synthName{NPYName, fuse.S_IFREG, t.ino('n', a.Path), func() synthNode {
 				return &npyFile{attrNode: t.attrNode(a.Path), t: t, array: a, header: f.npy}
 			}})
 		}
 		if f.vrt {
-			names = append(names, synthName{VRTName, fuse.S_IFREG, ino('v', a.Path), func() synthNode {
-				return t.staticFile(ino('v', a.Path), a.Path, func(context.Context) ([]byte, error) {
+			names = append(names, synthName{VRTName, fuse.S_IFREG, t.ino('v', a.Path), func() synthNode {
+				return t.staticFile(t.ino('v', a.Path), a.Path, func(context.Context) ([]byte, error) {
 					vrt, _ := describe.VRT(a, DataName)
 					return vrt, nil
 				})
 			}})
 		}
 		if f.preview {
-			names = append(names, synthName{PreviewName, fuse.S_IFREG, ino('p', a.Path), func() synthNode { return t.previewFile(a) }})
+			names = append(names, synthName{PreviewName, fuse.S_IFREG, t.ino('p', a.Path), func() synthNode { return t.previewFile(a) }})
 		}
-		names = append(names, synthName{InfoName, fuse.S_IFREG, ino('i', a.Path), func() synthNode {
-			return t.staticFile(ino('i', a.Path), a.Path, func(ctx context.Context) ([]byte, error) {
+		names = append(names, synthName{InfoName, fuse.S_IFREG, t.ino('i', a.Path), func() synthNode {
+			return t.staticFile(t.ino('i', a.Path), a.Path, func(ctx context.Context) ([]byte, error) {
 				// It says where the array is in its group's dataset.nc,
 				// when that is made: making it reads the metadata of
 				// every array of the group.
@@ -129,13 +129,13 @@ func (d *dir) synthNames() []synthName {
 		}})
 	}
 	if t.ds.Group(d.key) != nil {
-		names = append(names, synthName{IndexName, fuse.S_IFREG, ino('x', d.key), func() synthNode { return t.indexFile(d.key) }})
-		names = append(names, synthName{ClassicName, fuse.S_IFREG, ino('N', d.key), func() synthNode { return &classicFile{t: t, key: d.key} }})
+		names = append(names, synthName{IndexName, fuse.S_IFREG, t.ino('x', d.key), func() synthNode { return t.indexFile(d.key) }})
+		names = append(names, synthName{ClassicName, fuse.S_IFREG, t.ino('N', d.key), func() synthNode { return &classicFile{t: t, key: d.key} }})
 	}
 	if d.key == "" {
 		if t.ds.Group("") != nil {
-			names = append(names, synthName{HeaderName, fuse.S_IFREG, ino('h', ""), func() synthNode {
-				f := t.staticFile(ino('h', ""), "", func(ctx context.Context) ([]byte, error) {
+			names = append(names, synthName{HeaderName, fuse.S_IFREG, t.ino('h', ""), func() synthNode {
+				f := t.staticFile(t.ino('h', ""), "", func(ctx context.Context) ([]byte, error) {
 					return describe.CDL(ctx, t.ds, t.name)
 				})
 				// It needs every array: on a lazily read dataset it is
@@ -144,9 +144,12 @@ func (d *dir) synthNames() []synthName {
 				return f
 			}})
 		}
-		names = append(names, synthName{ControlDir, fuse.S_IFDIR, ino('c', ControlDir), func() synthNode {
+		names = append(names, synthName{ControlDir, fuse.S_IFDIR, t.ino('c', ControlDir), func() synthNode {
 			return &controlDir{t: t}
 		}})
+		if v, ok := t.versionsName(); ok {
+			names = append(names, v)
+		}
 	}
 	return names
 }
@@ -392,7 +395,7 @@ func (f *npyFile) live() bool { return false }
 func (f *npyFile) size() int64 { return int64(len(f.header)) + f.array.Size() }
 
 func (f *npyFile) attr(ctx context.Context, a *fuse.Attr) error {
-	f.t.fillData(a, uint64(f.size()), ino('n', f.array.Path))
+	f.t.fillData(a, uint64(f.size()), f.t.ino('n', f.array.Path))
 	stamp(a, f.t.dirTime(ctx, f.array.Path))
 	return nil
 }
@@ -458,7 +461,7 @@ var (
 func (c *controlDir) live() bool { return false }
 
 func (c *controlDir) attr(ctx context.Context, a *fuse.Attr) error {
-	c.t.fill(a, fuse.S_IFDIR|0o555, 0, ino('c', ControlDir))
+	c.t.fill(a, fuse.S_IFDIR|0o555, 0, c.t.ino('c', ControlDir))
 	stamp(a, c.t.dirTime(ctx, ""))
 	a.Nlink = 2
 	return nil
@@ -480,7 +483,7 @@ func (c *controlDir) file(name string) *synthFile {
 	default:
 		return nil
 	}
-	return &synthFile{t: c.t, ino: ino('c', ControlDir+"/"+name), isLive: true, content: content}
+	return &synthFile{t: c.t, ino: c.t.ino('c', ControlDir+"/"+name), isLive: true, content: content}
 }
 
 func (c *controlDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {

@@ -141,6 +141,10 @@ var optionFlags = map[string]struct {
 	"log_file":        {"log-file", true},
 	"log_format":      {"log-format", true},
 	"metrics_addr":    {"metrics-addr", true},
+	"branch":          {"branch", true},
+	"tag":             {"tag", true},
+	"snapshot":        {"snapshot", true},
+	"virtual_chunks":  {"virtual-chunks", true},
 }
 
 // mountOptionFlags turns -o options into mount flags. An option it does

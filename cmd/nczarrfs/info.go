@@ -38,6 +38,7 @@ func runInfo(c *cli.Context) error {
 		return err
 	}
 	defer store.Close()
+	icechunkNote(ctx, c.App.ErrWriter, store, true)
 	var out []byte
 	if c.NArg() == 1 {
 		out, err = describe.Dataset(ctx, ds)

@@ -56,6 +56,7 @@ func runLs(c *cli.Context) error {
 		return err
 	}
 	defer store.Close()
+	icechunkNote(ctx, c.App.ErrWriter, store, false)
 
 	p := arrayPath(c.Args().Get(1))
 	var entries []lsEntry

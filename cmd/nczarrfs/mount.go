@@ -282,6 +282,7 @@ func runMount(c *cli.Context) error {
 		GID:          cfg.gid,
 		Umask:        cfg.umask,
 		PageCache:    c.Bool("page-cache"),
+		Versions:     icechunkVersions(store),
 		// A store with a timeout (S3) answers every request in time.
 		RequestTimeout: requestTimeout(store),
 		// The daemon never opens its own files; with the hack, a

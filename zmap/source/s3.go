@@ -24,6 +24,9 @@ type Options struct {
 	// FollowLinks follows symbolic links out of a directory source's root
 	// (file.Options.FollowLinks).
 	FollowLinks bool
+	// Icechunk says which version of an Icechunk repository to show
+	// (icechunk.go).
+	Icechunk IcechunkOptions
 }
 
 func openS3(ctx context.Context, s Source, opts Options) (zmap.Store, error) {
