@@ -55,9 +55,16 @@ func StepBound(c Codec, decoded int64) int64 {
 // than that was not written by these codecs from a chunk of that size: it
 // is corrupt, and no reader need read it to find out.
 func (c *Chain) MaxEncodedSize(decoded int64) int64 {
+	return AddBound(c.EncodedBound(decoded), BoundSlack)
+}
+
+// EncodedBound is MaxEncodedSize without the slack: for a part of a
+// stored object (an inner chunk of a shard), whose object has the slack
+// once.
+func (c *Chain) EncodedBound(decoded int64) int64 {
 	n := decoded
 	for _, step := range c.codecs {
 		n = StepBound(step, n)
 	}
-	return AddBound(n, BoundSlack)
+	return n
 }
