@@ -504,14 +504,10 @@ func (a *Array) readRaw(ctx context.Context, key string, size int, bound int64) 
 		return nil, nil, err
 	}
 	put() // the object is larger than buf
-	if first > bound {
-		// bound+1 bytes are there: too large. The store says how large.
-		tl := &zmap.TooLargeError{Key: key, Size: bound + 1, Bound: bound, AtLeast: true}
-		if stored, err := a.src.store.Size(ctx, key); err == nil && stored > bound {
-			tl.Size, tl.AtLeast = stored, false
-		}
-		return nil, nil, tl
-	}
+	// Over the bound when buf held bound+1 bytes: then the store's Get
+	// says so from the first thing that tells it the size (a stat, a
+	// Content-Length, bound+1 bytes of a body with no length), which
+	// names the size where a store knows it.
 	raw, err = a.getBounded(ctx, key, bound)
 	return raw, func() {}, err
 }
