@@ -138,13 +138,13 @@ var optionFlags = map[string]struct {
 	"timeout":         {"timeout", true},
 	"s3_timeout":      {"s3-timeout", true},
 	"metadata_ttl":    {"metadata-ttl", true},
+	"log_file":        {"log-file", true},
+	"log_format":      {"log-format", true},
+	"metrics_addr":    {"metrics-addr", true},
 
 	// The bounds on the objects read (docs/codecs.md).
 	"max_object_size":   {"max-object-size", true},
 	"max_metadata_size": {"max-metadata-size", true},
-	"log_file":        {"log-file", true},
-	"log_format":      {"log-format", true},
-	"metrics_addr":    {"metrics-addr", true},
 }
 
 // mountOptionFlags turns -o options into mount flags. An option it does
