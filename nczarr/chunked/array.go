@@ -493,6 +493,10 @@ func (a *Array) readRaw(ctx context.Context, key string, size int, bound int64) 
 	// Encoded chunks rarely exceed their decoded size by more than a
 	// frame's overhead; bigger ones, up to the bound, take the store's
 	// Get, which refuses an object over it.
+	if stored, ok := a.keptSize(key); ok && stored > bound {
+		// A kept listing says the size before any request.
+		return nil, nil, &zmap.TooLargeError{Key: key, Size: stored, Bound: bound}
+	}
 	first := min(int64(size)+int64(size)/8+4096, bound+1)
 	buf, put := pooledBuffer(int(first))
 	n, err := a.src.store.ReadAt(ctx, key, buf, 0)

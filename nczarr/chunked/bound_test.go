@@ -15,6 +15,7 @@ import (
 	"github.com/nczarrfs/nczarrfs/nczarr/codec"
 	"github.com/nczarrfs/nczarrfs/zmap"
 	"github.com/nczarrfs/nczarrfs/zmap/file"
+	"github.com/nczarrfs/nczarrfs/zmap/listcache"
 )
 
 // boundArrays writes, with zarr-python, a zstd array, an uncompressed
@@ -174,5 +175,55 @@ func TestChunkBounds(t *testing.T) {
 				t.Errorf("error %q does not name the object and its bound", msg)
 			}
 		})
+	}
+}
+
+// countReads counts the store's reads of chunk objects.
+type countReads struct {
+	zmap.Store
+	reads int
+}
+
+func (c *countReads) Get(ctx context.Context, key string) ([]byte, error) {
+	if !strings.Contains(key, ".z") {
+		c.reads++
+	}
+	return c.Store.Get(ctx, key)
+}
+
+func (c *countReads) ReadAt(ctx context.Context, key string, p []byte, off int64) (int, error) {
+	if !strings.Contains(key, ".z") {
+		c.reads++
+	}
+	return c.Store.ReadAt(ctx, key, p, off)
+}
+
+// TestChunkBoundFromListing reads a zstd chunk of 3 GiB whose size a kept
+// listing already says: it fails over its bound with no read of the
+// object at all.
+func TestChunkBoundFromListing(t *testing.T) {
+	dir := boundArrays(t)
+	sparse(t, dir, "zstd/0.0", 3<<30)
+	fs, err := file.Open(filepath.Join(dir, "zstd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted := &countReads{Store: fs}
+	store := listcache.New(counted, listcache.Options{TTL: listcache.Forever})
+	ctx := context.Background()
+	if _, err := store.Search(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := nczarr.Open(ctx, store, nczarr.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ds.Array("").ReadAt(ctx, make([]byte, 64), 0)
+	var tl *zmap.TooLargeError
+	if !errors.As(err, &tl) || !errors.Is(err, codec.ErrCorrupt) || tl.Size != 3<<30 {
+		t.Fatalf("read: %v; want a TooLargeError of 3 GiB", err)
+	}
+	if counted.reads != 0 {
+		t.Errorf("%d reads of the chunk object; want none", counted.reads)
 	}
 }
