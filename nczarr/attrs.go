@@ -328,7 +328,7 @@ func (d *Dataset) Layout(ctx context.Context, path string) (Layout, error) {
 	for _, src := range []struct{ key, member string }{
 		{".zattrs", "_nczarr_group"}, {".zgroup", "_nczarr_group"}, {".nczgroup", ""},
 	} {
-		data, err := d.store.Get(ctx, zmap.Join(path, src.key))
+		data, err := d.store.Get(d.metaCtx(ctx), zmap.Join(path, src.key))
 		if errors.Is(err, zmap.ErrNotFound) {
 			continue
 		}

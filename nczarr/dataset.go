@@ -45,6 +45,14 @@ type Options struct {
 	// decodes (the FUSE daemon) runs with more processors than decoders,
 	// so that a request never waits for a decode to end.
 	Decoders int
+	// MaxObjectSize raises the bound of every stored chunk and shard
+	// (docs/codecs.md, "Bounds on stored objects") to at least this many
+	// bytes; it never lowers one. 0 keeps the codecs' bounds.
+	MaxObjectSize int64
+	// MaxMetadataSize bounds a metadata document (.zarray, zarr.json,
+	// .zmetadata...): a larger one fails to read. 0 means
+	// zmap.DefaultMaxSize (64 MiB).
+	MaxMetadataSize int64
 }
 
 // Dataset is an opened dataset.
@@ -57,6 +65,7 @@ type Dataset struct {
 	src    *chunked.Source // what the arrays read their chunks through
 	log    *slog.Logger
 	par    int
+	meta   int64 // the bound of a metadata document
 	groups map[string]*Group
 	arrays map[string]*Array
 	// v1Attrs are the attribute types of 4.8.0 arrays (.nczattr), by
@@ -138,6 +147,7 @@ func Open(ctx context.Context, store zmap.Store, opts Options) (*Dataset, error)
 		store:  store,
 		log:    opts.Logger,
 		par:    opts.Parallel,
+		meta:   opts.MaxMetadataSize,
 		groups: map[string]*Group{},
 		arrays: map[string]*Array{},
 	}
@@ -148,6 +158,7 @@ func Open(ctx context.Context, store zmap.Store, opts Options) (*Dataset, error)
 		d.par = parallelism(store)
 	}
 	d.src = chunked.NewSource(store, opts.Cache, d.par, opts.Decoders)
+	d.src.SetMaxObjectSize(opts.MaxObjectSize)
 	w := &walker{d: d, sem: make(chan struct{}, walkParallelism(store, d.par))}
 
 	if ok, err := w.openV3(ctx); ok || err != nil {
@@ -282,8 +293,16 @@ func (w *walker) get(ctx context.Context, key string) ([]byte, error) {
 	}
 	w.sem <- struct{}{}
 	defer func() { <-w.sem }()
-	data, err := w.d.store.Get(ctx, key)
+	data, err := w.d.store.Get(w.d.metaCtx(ctx), key)
 	return data, noteFailure(ctx, err)
+}
+
+// metaCtx is ctx with the bound of a metadata document.
+func (d *Dataset) metaCtx(ctx context.Context) context.Context {
+	if d.meta <= 0 {
+		return zmap.WithMaxSize(ctx, zmap.DefaultMaxSize)
+	}
+	return zmap.WithMaxSize(ctx, d.meta)
 }
 
 // getObject fetches and parses a JSON object; (nil, ErrNotFound) when the

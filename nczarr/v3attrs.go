@@ -19,7 +19,7 @@ func (d *Dataset) isV3() bool { return d.Generation == ZarrV3 || d.Generation ==
 // consolidated metadata.
 func (d *Dataset) v3Members(ctx context.Context, path string) ([]member, error) {
 	key := zmap.Join(path, "zarr.json")
-	data, err := d.store.Get(ctx, key)
+	data, err := d.store.Get(d.metaCtx(ctx), key)
 	if errors.Is(err, zmap.ErrNotFound) && d.Consolidated && path != "" {
 		data, err = d.v3Consolidated(ctx, path)
 	}

@@ -54,7 +54,10 @@ type Entry struct {
 // anything else is an I/O failure.
 type Store interface {
 	// Get returns the whole object stored under key, in a new slice that
-	// belongs to the caller (it may keep or modify it).
+	// belongs to the caller (it may keep or modify it). An object of more
+	// than MaxSize(ctx) bytes fails with a *TooLargeError, found from the
+	// first thing that tells its size (limit.go), before more than
+	// MaxSize(ctx)+1 bytes of it are read.
 	Get(ctx context.Context, key string) ([]byte, error)
 
 	// ReadAt reads len(p) bytes of the object at offset off, with the

@@ -145,6 +145,10 @@ var optionFlags = map[string]struct {
 	"tag":             {"tag", true},
 	"snapshot":        {"snapshot", true},
 	"virtual_chunks":  {"virtual-chunks", true},
+
+	// The bounds on the objects read (docs/codecs.md).
+	"max_object_size":   {"max-object-size", true},
+	"max_metadata_size": {"max-metadata-size", true},
 }
 
 // mountOptionFlags turns -o options into mount flags. An option it does

@@ -70,6 +70,7 @@ Examples:
 			&cli.BoolFlag{Name: "page-cache", Usage: "serve data and data.npy through the kernel's page cache: faster for programs that read a few KiB at a time or read the same bytes again, slower for large reads"},
 			&cli.StringFlag{Name: "metrics-addr", Usage: "serve Prometheus metrics on http://HOST:PORT/metrics, and /healthz and /readyz for probes (a port alone, :9100, listens on 127.0.0.1; unix:PATH on a Unix socket)"},
 			metadataTTLFlag(),
+			boundFlags()[0], boundFlags()[1],
 			// Set by the mount helper form: no "mounted" line for mount(8).
 			&cli.BoolFlag{Name: "mount-helper", Hidden: true},
 		}, append(remoteFlags(), diskCacheFlags()...)...),
@@ -88,6 +89,7 @@ type mountConfig struct {
 	logFile, logFormat string
 	debug              bool
 	metricsAddr        string
+	bounds             bounds
 }
 
 func parseMountFlags(c *cli.Context) (*mountConfig, error) {
@@ -114,6 +116,9 @@ func parseMountFlags(c *cli.Context) (*mountConfig, error) {
 	}
 	if cfg.metadataTTL, err = parseTTL(c.String("metadata-ttl")); err != nil {
 		return nil, fmt.Errorf("--metadata-ttl: %w", err)
+	}
+	if cfg.bounds, err = parseBounds(c); err != nil {
+		return nil, err
 	}
 	if c.IsSet("uid") {
 		if cfg.uid, err = parseID(c.String("uid"), lookupUser); err != nil {
@@ -215,7 +220,9 @@ func runMount(c *cli.Context) error {
 			return fmt.Errorf("--cache-dir: %w", err)
 		}
 	}
-	store, err := source.Open(ctx, parsed, opts)
+	// What the store reads as it opens (a web server's .zmetadata) is
+	// metadata, under its bound.
+	store, err := source.Open(zmap.WithMaxSize(ctx, cfg.bounds.metadata), parsed, opts)
 	if err != nil {
 		return stoppedOr(ctx, log, err)
 	}
@@ -253,7 +260,8 @@ func runMount(c *cli.Context) error {
 		kernelTTL = -1
 	}
 	chunks.SetMaxAge(chunkMaxAge(cfg.metadataTTL))
-	ds, err := nczarr.Open(ctx, kept, nczarr.Options{Cache: chunks, Logger: log, Decoders: decoders})
+	ds, err := nczarr.Open(ctx, kept, nczarr.Options{Cache: chunks, Logger: log, Decoders: decoders,
+		MaxObjectSize: cfg.bounds.object, MaxMetadataSize: cfg.bounds.metadata})
 	if err != nil {
 		if errors.Is(err, nczarr.ErrNoDataset) {
 			err = fmt.Errorf("%s holds no dataset: %w", cfg.source, err)

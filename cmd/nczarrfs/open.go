@@ -26,6 +26,7 @@ func sourceFlags() []cli.Flag {
 		&cli.StringFlag{Name: "cache-size", Value: "256MiB", Usage: "memory for decoded chunks (bytes, or with a KiB/MiB/GiB suffix)"},
 		&cli.BoolFlag{Name: "debug", Usage: "log debug messages"},
 		metadataTTLFlag(),
+		boundFlags()[0], boundFlags()[1],
 	}, append(remoteFlags(), diskCacheFlags()...)...)
 }
 
@@ -59,6 +60,10 @@ func openDataset(ctx context.Context, c *cli.Context, src string) (*nczarr.Datas
 			return nil, nil, fmt.Errorf("--metadata-ttl: %w", err)
 		}
 	}
+	b, err := parseBounds(c)
+	if err != nil {
+		return nil, nil, err
+	}
 	parsed, err := source.Parse(src)
 	if err != nil {
 		return nil, nil, err
@@ -67,12 +72,13 @@ func openDataset(ctx context.Context, c *cli.Context, src string) (*nczarr.Datas
 	if err != nil {
 		return nil, nil, err
 	}
-	raw, err := source.Open(ctx, parsed, opts)
+	raw, err := source.Open(zmap.WithMaxSize(ctx, b.metadata), parsed, opts)
 	if err != nil {
 		return nil, nil, err
 	}
 	store := zmap.Store(keepListings(raw, ttl, log))
-	ds, err := nczarr.Open(ctx, store, nczarr.Options{Cache: cache.New(cacheSize), Logger: log})
+	ds, err := nczarr.Open(ctx, store, nczarr.Options{Cache: cache.New(cacheSize), Logger: log,
+		MaxObjectSize: b.object, MaxMetadataSize: b.metadata})
 	if err != nil {
 		store.Close()
 		if errors.Is(err, nczarr.ErrNoDataset) {

@@ -34,6 +34,45 @@ func metadataTTLFlag() cli.Flag {
 	return &cli.StringFlag{Name: "metadata-ttl", Value: "5m", Usage: "how long listings and metadata are kept before the bucket is asked again (a duration; 0 asks every time; forever for data that never change)"}
 }
 
+// boundFlags are --max-object-size and --max-metadata-size, of mount and
+// of the commands that read without mounting: the bounds on the objects
+// read (docs/codecs.md, "Bounds on stored objects").
+func boundFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "max-object-size", Usage: "raise the bound on a stored chunk or shard to at least this many bytes (KiB/MiB/GiB suffixes); it never lowers the bound its codecs give, and a larger object reads as corrupt (EIO)", DefaultText: "the codecs' worst case"},
+		&cli.StringFlag{Name: "max-metadata-size", Value: "64MiB", Usage: "the most bytes a metadata document (.zarray, zarr.json, .zmetadata) may hold; a larger one is not read"},
+	}
+}
+
+// bounds are the bounds boundFlags set.
+type bounds struct {
+	object   int64 // the least bound of a chunk or shard; 0 for the codecs'
+	metadata int64 // the bound of a metadata document
+}
+
+// parseBounds reads boundFlags.
+func parseBounds(c *cli.Context) (bounds, error) {
+	b := bounds{metadata: zmap.DefaultMaxSize}
+	if s := c.String("max-object-size"); s != "" {
+		n, err := parseSize(s)
+		if err != nil {
+			return b, fmt.Errorf("--max-object-size: %w", err)
+		}
+		b.object = n
+	}
+	if s := c.String("max-metadata-size"); s != "" {
+		n, err := parseSize(s)
+		if err != nil {
+			return b, fmt.Errorf("--max-metadata-size: %w", err)
+		}
+		if n < 1<<10 {
+			return b, fmt.Errorf("--max-metadata-size: %s is too small (try 64MiB)", s)
+		}
+		b.metadata = n
+	}
+	return b, nil
+}
+
 // parseTTL parses --metadata-ttl.
 func parseTTL(s string) (time.Duration, error) {
 	if s == "forever" {

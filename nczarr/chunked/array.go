@@ -53,12 +53,12 @@ type Array struct {
 // converts it (numpy's conversion of the decoded list); nil when the
 // chunk is not stored.
 func (a *Array) loadElems(ctx context.Context, key string, alloc cache.Alloc, cpu chan struct{}) ([]byte, error) {
-	data, err := a.src.store.Get(ctx, key)
+	data, err := a.getBounded(ctx, key, a.src.raise(ElemsBound))
 	if errors.Is(err, zmap.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("chunk %s: %w", key, err)
+		return nil, chunkErr(key, err)
 	}
 	if cpu != nil {
 		cpu <- struct{}{}
@@ -425,22 +425,23 @@ func (a *Array) loadStored(ctx context.Context, key string, chain *codec.Chain, 
 		case err != nil && err != io.EOF:
 			return nil, fmt.Errorf("chunk %s: %w", key, err)
 		case n != size:
+			stored := int64(n)
 			if n == len(buf) {
-				n, err = a.storedSize(ctx, key)
+				stored, err = a.src.store.Size(ctx, key)
 				if err != nil {
 					return nil, fmt.Errorf("chunk %s: %w", key, err)
 				}
 			}
-			return nil, fmt.Errorf("chunk %s: %w: stored %d bytes, want %d", key, codec.ErrCorrupt, n, size)
+			return nil, fmt.Errorf("chunk %s: %w: stored %d bytes, want %d", key, codec.ErrCorrupt, stored, size)
 		}
 		return buf[:size], nil
 	}
-	raw, put, err := a.readRaw(ctx, key, size)
+	raw, put, err := a.readRaw(ctx, key, size, a.chunkBound(chain, size))
 	if errors.Is(err, zmap.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("chunk %s: %w", key, err)
+		return nil, chunkErr(key, err)
 	}
 	data, err := decodeRaw(ctx, chain, raw, put, alloc, size, cpu)
 	if err != nil {
@@ -483,13 +484,21 @@ func pooledBuffer(n int) (buf []byte, put func()) {
 	return (*bp)[:n], func() { rawBuffers.Put(bp) }
 }
 
-// readRaw returns the stored bytes of a chunk whose decoded size is size,
-// read into a pooled buffer when they fit one; put returns the buffer to
-// the pool once the caller is done with raw.
-func (a *Array) readRaw(ctx context.Context, key string, size int) (raw []byte, put func(), err error) {
+// readRaw returns the stored bytes of a chunk whose decoded size is size
+// and whose stored object may hold at most bound bytes, read into a
+// pooled buffer when they fit one; put returns the buffer to the pool once
+// the caller is done with raw. An object over bound is a
+// *zmap.TooLargeError, found before more than bound+1 bytes are read.
+func (a *Array) readRaw(ctx context.Context, key string, size int, bound int64) (raw []byte, put func(), err error) {
 	// Encoded chunks rarely exceed their decoded size by more than a
-	// frame's overhead; bigger ones take the store's Get.
-	buf, put := pooledBuffer(size + size/8 + 4096)
+	// frame's overhead; bigger ones, up to the bound, take the store's
+	// Get, which refuses an object over it.
+	if stored, ok := a.keptSize(key); ok && stored > bound {
+		// A kept listing says the size before any request.
+		return nil, nil, &zmap.TooLargeError{Key: key, Size: stored, Bound: bound}
+	}
+	first := min(int64(size)+int64(size)/8+4096, bound+1)
+	buf, put := pooledBuffer(int(first))
 	n, err := a.src.store.ReadAt(ctx, key, buf, 0)
 	switch {
 	case err == io.EOF:
@@ -499,14 +508,12 @@ func (a *Array) readRaw(ctx context.Context, key string, size int) (raw []byte, 
 		return nil, nil, err
 	}
 	put() // the object is larger than buf
-	raw, err = a.src.store.Get(ctx, key)
+	// Over the bound when buf held bound+1 bytes: then the store's Get
+	// says so from the first thing that tells it the size (a stat, a
+	// Content-Length, bound+1 bytes of a body with no length), which
+	// names the size where a store knows it.
+	raw, err = a.getBounded(ctx, key, bound)
 	return raw, func() {}, err
-}
-
-// storedSize is the size of a stored object, for error messages.
-func (a *Array) storedSize(ctx context.Context, key string) (int, error) {
-	n, err := a.src.store.Size(ctx, key)
-	return int(min(n, math.MaxInt32)), err
 }
 
 // filled is a whole chunk of fill values, made once and shared.

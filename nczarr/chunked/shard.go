@@ -148,6 +148,14 @@ func (a *Array) loadShardIndex(ctx context.Context, s *zarrmeta.Shard, r region)
 			return nil, fmt.Errorf("shard %s: %w", r.key, err)
 		}
 		r.n = size
+		// A shard stored whole is bounded by its index and inner
+		// chunks' bounds; a nested one is its index entry, which its
+		// outer shard's checks bounded.
+		if r.off == 0 {
+			if err := checkBound(r.key, size, a.shardBound()); err != nil {
+				return nil, fmt.Errorf("shard %s: %w: %w", r.key, codec.ErrCorrupt, err)
+			}
+		}
 	}
 	if r.n < s.IndexLen {
 		return nil, fmt.Errorf("shard %s: %w: %d bytes cannot hold an index of %d", r.key, codec.ErrCorrupt, r.n, s.IndexLen)
@@ -230,9 +238,12 @@ func (a *Array) regionSize(ctx context.Context, key string) (int64, error) {
 // It is cached like a chunk, under a key no chunk has.
 func (a *Array) wholeShard(ctx context.Context, key string) ([]byte, error) {
 	load := func(ctx context.Context) ([]byte, error) {
-		b, err := a.src.store.Get(ctx, key)
+		b, err := a.getBounded(ctx, key, a.shardBound())
 		if isNotFound(err) {
 			return nil, nil
+		}
+		if zmap.IsTooLarge(err) {
+			return nil, fmt.Errorf("shard %s: %w: %w", key, codec.ErrCorrupt, err)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("shard %s: %w", key, err)
@@ -264,6 +275,11 @@ func (a *Array) loadInner(ctx context.Context, key string, alloc cache.Alloc, si
 	}
 	if !ok {
 		return nil, nil, nil
+	}
+	// The index says the inner chunk's size: checked before anything is
+	// allocated for it.
+	if err := checkBound(key, r.n, a.innerBound(leaf)); err != nil {
+		return nil, nil, chunkErr(key, err)
 	}
 	if leaf.Chain.Len() == 0 {
 		if r.n != int64(size) {

@@ -25,6 +25,7 @@ type Source struct {
 	hints *queue         // gives read-ahead's hints to hint, in order
 	vec   zmap.VecReader // nil when the store cannot read into several buffers
 	noVec atomic.Bool    // vec said errors.ErrUnsupported: it cannot
+	floor int64          // the least bound of a stored chunk or shard (SetMaxObjectSize)
 }
 
 // NewSource returns the Source of arrays stored in store, cached in c

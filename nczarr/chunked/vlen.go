@@ -174,7 +174,7 @@ func (a *Array) objectChunk(ctx context.Context, idx []int64) ([][]byte, error) 
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("chunk %s: %w", key, err)
+		return nil, chunkErr(key, err)
 	}
 	o := a.objects
 	for i := len(o.steps) - 1; i >= 0; i-- {
@@ -207,18 +207,21 @@ func (a *Array) objectChunk(ctx context.Context, idx []int64) ([][]byte, error) 
 // zmap.ErrNotFound.
 func (a *Array) storedChunk(ctx context.Context, key string, idx []int64) ([]byte, error) {
 	if !a.sharded() {
-		return a.src.store.Get(ctx, key)
+		return a.getBounded(ctx, key, a.src.raise(ElemsBound))
 	}
 	shard, _, err := parseInnerKey(key, len(idx))
 	if err != nil {
 		return nil, err
 	}
-	r, _, ok, err := a.locateInner(ctx, shard, idx)
+	r, leaf, ok, err := a.locateInner(ctx, shard, idx)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
 		return nil, zmap.ErrNotFound
+	}
+	if err := checkBound(key, r.n, a.innerBound(leaf)); err != nil {
+		return nil, fmt.Errorf("%w: %w", codec.ErrCorrupt, err)
 	}
 	data := make([]byte, r.n)
 	if err := a.readRegion(ctx, r.key, data, r.off); err != nil {

@@ -32,7 +32,7 @@ func (b backend) Open(ctx context.Context, key string, rng *remote.Range, ifMatc
 		rng = &remote.Range{Off: 0, Len: math.MaxInt64}
 	}
 	a, err := b.open(ctx, key, rng, ifMatch)
-	if whole && classify(err) == remote.RangeNotSatisfiable {
+	if whole && b.Classify(err) == remote.RangeNotSatisfiable {
 		a, err = b.open(ctx, key, nil, ifMatch)
 	}
 	return a, err
@@ -85,7 +85,9 @@ func (b backend) open(ctx context.Context, key string, rng *remote.Range, ifMatc
 }
 
 // Classify says what an error of the SDK means (classify).
-func (b backend) Classify(err error) remote.Class { return classify(err) }
+func (b backend) Classify(err error) remote.Class {
+	return classify(err, b.s.creds.kind == anonymous)
+}
 
 // Err maps an error of a read (mapErr).
 func (b backend) Err(ctx context.Context, op, key string, err error) error {

@@ -51,9 +51,12 @@ var deniedCodes = map[string]bool{
 	"AccountIsDisabled":                  true,
 }
 
-// classify says what an SDK error means to remote.Reader. The SDK's own
-// retries are off (Open): every retry is remote's, within the timeout.
-func classify(err error) remote.Class {
+// classify says what an SDK error means to remote.Reader, for a store
+// whose requests are anonymous when anon is set. The SDK's own retries are
+// off (Open): every retry is remote's, within the timeout. It agrees with
+// mapErr: a class NotFound is an error wrapping zmap.ErrNotFound there,
+// Permission one wrapping zmap.ErrPermission, and nothing else is either.
+func classify(err error, anon bool) remote.Class {
 	status, code := statusOf(err)
 	switch {
 	case err == nil:
@@ -64,10 +67,14 @@ func classify(err error) remote.Class {
 		// Not NotFound: a missing container must not read as fill
 		// values.
 		return remote.Failed
-	case code == "ResourceNotFound":
+	case code == "ResourceNotFound" && anon:
 		// What the service answers an anonymous request to a private
 		// container: not a missing blob (BlobNotFound).
 		return remote.Permission
+	case code == "ResourceNotFound":
+		// Never a missing blob (that is BlobNotFound), so never fill
+		// values: a signed request that gets it fails.
+		return remote.Failed
 	case status == http.StatusNotFound:
 		return remote.NotFound
 	case status == http.StatusForbidden || status == http.StatusUnauthorized || deniedCodes[code]:
@@ -107,6 +114,11 @@ func (s *Store) mapErr(ctx context.Context, op, key string, err error) error {
 		// container, so as not to tell that it exists.
 		e.Kind = zmap.ErrPermission
 		e.Msg = fmt.Sprintf("access denied (ResourceNotFound: the container is private, or there is none) with credentials from %s", s.creds.describe())
+	case e.Code == "ResourceNotFound":
+		// Not BlobNotFound: not a missing blob, which a chunk would
+		// read as fill values, but a resource of the request's (the
+		// container, an account) that the service does not find.
+		e.Msg = fmt.Sprintf("%d ResourceNotFound (not a missing blob) with credentials from %s", e.Status, s.creds.describe())
 	case e.Status == http.StatusNotFound:
 		e.Kind = zmap.ErrNotFound
 		e.Msg = zmap.ErrNotFound.Error()

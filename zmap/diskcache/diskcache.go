@@ -238,6 +238,11 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The object's identity tells its size: one over the request's bound
+	// is refused before anything is read, from the folder or the store.
+	if err := zmap.CheckSize(ctx, key, e.Size); err != nil {
+		return nil, err
+	}
 	v := version(e)
 	if v == "" {
 		return s.inner.Get(ctx, key)

@@ -163,6 +163,11 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
+	// The stat says the size before a byte is read: an object over the
+	// request's bound is refused whole.
+	if err := zmap.CheckSize(ctx, key, size); err != nil {
+		return nil, err
+	}
 	b := make([]byte, size)
 	n, err := io.ReadFull(f, b)
 	switch {
@@ -172,8 +177,12 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 	case err != nil:
 		return nil, s.mapErr("get", key, err)
 	}
-	// Grown since the stat: read the rest too.
-	rest, err := io.ReadAll(f)
+	// Grown since the stat: read the rest too, within the bound.
+	bound := zmap.MaxSize(ctx)
+	rest, err := zmap.ReadBounded(f, key, bound-size)
+	if zmap.IsTooLarge(err) {
+		return nil, &zmap.TooLargeError{Key: key, Size: bound + 1, Bound: bound, AtLeast: true}
+	}
 	if err != nil {
 		return nil, s.mapErr("get", key, err)
 	}

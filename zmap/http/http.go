@@ -82,6 +82,8 @@ type Store struct {
 
 	mu     sync.Mutex
 	probes map[string]*probe // GUARDED_BY(mu): by array path
+	now    func() time.Time  // the clock probes expire by (tests set it)
+	window time.Duration     // ProbeWindow (tests set it)
 }
 
 var _ zmap.Store = (*Store)(nil)
@@ -134,6 +136,8 @@ func Open(ctx context.Context, base string, opts Options) (*Store, error) {
 		tr:     tr,
 		log:    opts.Logger,
 		probes: map[string]*probe{},
+		now:    time.Now,
+		window: ProbeWindow,
 	}
 	s.client = remote.Watch(&http.Client{Transport: tr, CheckRedirect: folderRedirect}, pacer, remote.StallAfter(opts.Timeout))
 	s.r = remote.NewReader(backend{s}, remote.Options{Timeout: opts.Timeout, Pacer: pacer, Name: "http", Logger: opts.Logger})
@@ -420,16 +424,29 @@ func child(prefix, key string) (name string, dir, ok bool) {
 
 // statAll asks for the Entry of each key at once, Parallelism at a time
 // (and as many as the pacer lets through); keys the server does not have
-// are left out of the map it returns.
+// are left out of the map it returns. The first error that is not a
+// missing key ends it: no more keys are asked for, those in flight are
+// cancelled, and that error is returned.
 func (s *Store) statAll(ctx context.Context, keys []string) (map[string]zmap.Entry, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	out := make([]zmap.Entry, len(keys))
 	has := make([]bool, len(keys))
-	errs := make([]error, len(keys))
-	var wg sync.WaitGroup
+	var (
+		once  sync.Once
+		first error
+		wg    sync.WaitGroup
+	)
 	sem := make(chan struct{}, Parallelism)
 	for i, k := range keys {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
 		wg.Add(1)
-		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			e, err := s.Stat(ctx, k)
@@ -437,15 +454,16 @@ func (s *Store) statAll(ctx context.Context, keys []string) (map[string]zmap.Ent
 			case err == nil:
 				out[i], has[i] = e, true
 			case !errors.Is(err, zmap.ErrNotFound):
-				errs[i] = err
+				once.Do(func() { first = err; cancel() })
 			}
 		}()
 	}
 	wg.Wait()
-	for _, e := range errs {
-		if e != nil {
-			return nil, e // the first says it
-		}
+	if first != nil {
+		return nil, first
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	found := map[string]zmap.Entry{}
 	for i, k := range keys {
@@ -467,13 +485,18 @@ type probe struct {
 // probe returns the chunk objects of array a that the server has, from
 // the probe of the last ProbeWindow, or from a new one: a HEAD of every
 // chunk key of its grid. Callers at once share one probe.
+//
+// A probe is kept for ProbeWindow only: any call forgets the probes older
+// than that (of every array), so that what a walk learned, up to MaxProbe
+// entries an array, is not kept for the life of the mount.
 func (s *Store) probe(ctx context.Context, a *array) (map[string]zmap.Entry, error) {
 	s.mu.Lock()
+	s.forgetProbes()
 	p := s.probes[a.path]
 	if p != nil {
 		select {
 		case <-p.done:
-			if p.err != nil || time.Since(p.at) > ProbeWindow {
+			if p.err != nil {
 				p = nil
 			}
 		default:
@@ -484,7 +507,7 @@ func (s *Store) probe(ctx context.Context, a *array) (map[string]zmap.Entry, err
 		s.probes[a.path] = p
 		s.mu.Unlock()
 		p.entries, p.err = s.probeArray(ctx, a)
-		p.at = time.Now()
+		p.at = s.now()
 		close(p.done)
 	} else {
 		s.mu.Unlock()
@@ -495,6 +518,21 @@ func (s *Store) probe(ctx context.Context, a *array) (map[string]zmap.Entry, err
 		return nil, ctx.Err()
 	}
 	return p.entries, p.err
+}
+
+// forgetProbes drops the finished probes older than the window.
+// s.mu is held.
+func (s *Store) forgetProbes() {
+	now := s.now()
+	for path, p := range s.probes {
+		select {
+		case <-p.done:
+			if now.Sub(p.at) > s.window {
+				delete(s.probes, path)
+			}
+		default:
+		}
+	}
 }
 
 func (s *Store) probeArray(ctx context.Context, a *array) (map[string]zmap.Entry, error) {

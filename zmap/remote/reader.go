@@ -9,6 +9,8 @@ import (
 	"os"
 	"sync/atomic"
 	"time"
+
+	"github.com/nczarrfs/nczarrfs/zmap"
 )
 
 // Options configure NewReader.
@@ -32,10 +34,6 @@ type Options struct {
 // above what readers keep in flight (32), plus lookups and listings, so
 // that it binds only when the server throttles.
 const DefaultMaxInFlight = 64
-
-// MaxPrealloc bounds the buffer Get sizes from a Content-Length header
-// before any byte has arrived.
-const MaxPrealloc = 1 << 30
 
 // Reader reads the objects of one store through its Backend: paced by
 // one Pacer, each operation within the timeout, throttled and transient
@@ -145,9 +143,14 @@ func (r *Reader) open(rctx context.Context, key string, rng *Range, etag string)
 }
 
 // Get returns the whole object stored under key, in a new slice. A body
-// that breaks off is resumed where it broke (see ReadAt). Errors come
-// from the Backend's Err, op "GET".
+// that breaks off is resumed where it broke (see ReadAt). The object may
+// hold at most zmap.MaxSize(ctx) bytes: a larger one fails with a
+// *zmap.TooLargeError as soon as an answer says its size (Content-Length,
+// or a resumed answer's Content-Range total), or, for a body with no
+// length, once one byte more than the bound has arrived; no more of it is
+// read. Other errors come from the Backend's Err, op "GET".
 func (r *Reader) Get(ctx context.Context, key string) ([]byte, error) {
+	bound := zmap.MaxSize(ctx)
 	rctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	release, err := r.pace.Acquire(rctx)
@@ -159,41 +162,87 @@ func (r *Reader) Get(ctx context.Context, key string) ([]byte, error) {
 	if err != nil {
 		return nil, r.b.Err(ctx, "GET", key, err)
 	}
-	if a.Length < 0 || a.Length > MaxPrealloc {
-		// No length to check the body against: read it as it comes,
-		// and if it breaks off, the answer to the request for the rest
-		// says how long the object is.
-		head, err := readAll(a)
-		if err == nil {
-			return head, nil
-		}
-		etag := a.ETag
-		if !strongETag(etag) || rctx.Err() != nil || !Sleep(rctx, Backoff(1)) {
-			return nil, r.b.Err(ctx, "GET", key, err)
-		}
-		r.resumed.Add(1)
-		rng := &Range{Off: int64(len(head)), Len: -1}
-		b, err := r.open(rctx, key, rng, etag)
-		if err != nil {
-			return nil, r.resumeErr(ctx, key, err, etag, len(head), -1)
-		}
-		start, end, size, rerr := ParseContentRange(b.ContentRange)
-		if rerr != nil || start != int64(len(head)) || end != size-1 || size > MaxPrealloc {
-			b.Body.Close()
-			return nil, r.b.Err(ctx, "GET", key, fmt.Errorf("asked for %s of the object, server sent Content-Range %q", rng.Header(), b.ContentRange))
-		}
-		data := make([]byte, size)
-		copy(data, head)
-		if err := r.readResumed(rctx, ctx, key, b, etag, data[len(head):], start); err != nil {
+	if a.Length > bound {
+		a.Body.Close()
+		return nil, r.tooLarge(&zmap.TooLargeError{Key: key, Size: a.Length, Bound: bound})
+	}
+	if a.Length >= 0 {
+		data := make([]byte, a.Length)
+		if err := r.readResumed(rctx, ctx, key, a, a.ETag, data, 0); err != nil {
 			return nil, err
 		}
 		return data, nil
 	}
-	data := make([]byte, a.Length)
-	if err := r.readResumed(rctx, ctx, key, a, a.ETag, data, 0); err != nil {
+	// No length to check the body against: read it as it comes, up to
+	// one byte past the bound, and if it breaks off, the answer to the
+	// request for the rest says how long the object is.
+	head, err := readBounded(a, key, bound)
+	if err == nil {
+		return head, nil
+	}
+	if zmap.IsTooLarge(err) {
+		return nil, r.tooLarge(err)
+	}
+	etag := a.ETag
+	if ok, why := r.resume(rctx, etag, 1, fmt.Errorf("body broke off after %d bytes: %w", len(head), err)); !ok {
+		return nil, r.b.Err(ctx, "GET", key, why)
+	}
+	r.resumed.Add(1)
+	rng := &Range{Off: int64(len(head)), Len: -1}
+	b, err := r.open(rctx, key, rng, etag)
+	if err != nil {
+		return nil, r.resumeErr(ctx, key, err, etag, len(head), -1)
+	}
+	start, end, size, rerr := ParseContentRange(b.ContentRange)
+	if rerr != nil || start != int64(len(head)) || end != size-1 {
+		b.Body.Close()
+		return nil, r.b.Err(ctx, "GET", key, fmt.Errorf("asked for %s of the object, server sent Content-Range %q", rng.Header(), b.ContentRange))
+	}
+	if size > bound {
+		b.Body.Close()
+		return nil, r.tooLarge(&zmap.TooLargeError{Key: key, Size: size, Bound: bound})
+	}
+	data := make([]byte, size)
+	copy(data, head)
+	if err := r.readResumed(rctx, ctx, key, b, etag, data[len(head):], start); err != nil {
 		return nil, err
 	}
 	return data, nil
+}
+
+// tooLarge names the store in the error of an object over its bound.
+func (r *Reader) tooLarge(err error) error { return fmt.Errorf("%s: %w", r.name, err) }
+
+// resume reports whether the rest of a body that broke off may be asked
+// for, after the wait before the attempt-th try: when etag can hold it to
+// the same version and rctx has time for the wait. When not, it returns
+// why, with err, the error that broke the body, kept in the chain: the
+// timeout (context.DeadlineExceeded, also when the wait would outlast it)
+// or the caller's cancellation says why no more was tried, err what went
+// wrong (a reset, a stall).
+func (r *Reader) resume(rctx context.Context, etag string, attempt int, err error) (bool, error) {
+	if !strongETag(etag) {
+		// No ETag to hold the rest to the same version.
+		return false, r.cause(rctx, err)
+	}
+	if rctx.Err() == nil && Sleep(rctx, Backoff(attempt)) {
+		return true, nil
+	}
+	if cerr := rctx.Err(); errors.Is(cerr, context.Canceled) {
+		return false, r.cause(rctx, err)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return false, err
+	}
+	return false, fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
+}
+
+// cause returns err with rctx's error before it when rctx has ended.
+func (r *Reader) cause(rctx context.Context, err error) error {
+	if cerr := rctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("%w: %w", cerr, err)
+	}
+	return err
 }
 
 // ReadAt reads len(p) bytes (len(p) > 0) of the object under key at offset
@@ -247,14 +296,19 @@ func (r *Reader) ReadAt(ctx context.Context, key string, p []byte, off int64) (i
 		}
 		return n, r.b.Err(ctx, "GET", key, err)
 	}
-	start, end, _, err := ParseContentRange(a.ContentRange)
-	if err != nil || start != off || end-start+1 > int64(len(p)) {
+	start, end, size, err := ParseContentRange(a.ContentRange)
+	// The bytes that must arrive: those asked for, or to the object's
+	// end when its total says it ends first. A range shorter than that
+	// is a body cut short (resumed), never the object's end; a server
+	// that sends no total is taken at its range.
+	n := int(end - start + 1)
+	if size >= 0 {
+		n = int(min(int64(len(p)), size-off))
+	}
+	if err != nil || start != off || end-start+1 > int64(n) {
 		a.Body.Close()
 		return 0, r.b.Err(ctx, "GET", key, fmt.Errorf("asked for %s, server sent Content-Range %q", rng.Header(), a.ContentRange))
 	}
-	// The range says how many bytes must arrive, even when no
-	// Content-Length does: a body cut short is resumed, not EOF.
-	n := int(end - start + 1)
 	if err := r.readResumed(rctx, ctx, key, a, a.ETag, p[:n], off); err != nil {
 		return 0, err
 	}
@@ -272,13 +326,8 @@ func (r *Reader) ReadAt(ctx context.Context, key string, p []byte, off int64) (i
 func (r *Reader) readResumed(rctx, ctx context.Context, key string, a *Answer, etag string, p []byte, off int64) error {
 	got, err := readBody(a, p)
 	for attempt := 1; got < len(p); attempt++ {
-		if !strongETag(etag) || rctx.Err() != nil || !Sleep(rctx, Backoff(attempt)) {
-			// No ETag to hold the rest to the same version, or no time
-			// left for it.
-			if rctx.Err() != nil {
-				err = rctx.Err()
-			}
-			return r.b.Err(ctx, "GET", key, fmt.Errorf("body broke off after %d bytes of %d: %w", got, len(p), err))
+		if ok, why := r.resume(rctx, etag, attempt, fmt.Errorf("body broke off after %d bytes of %d: %w", got, len(p), err)); !ok {
+			return r.b.Err(ctx, "GET", key, why)
 		}
 		r.resumed.Add(1)
 		at := off + int64(got)
@@ -333,10 +382,11 @@ func readBody(a *Answer, p []byte) (int, error) {
 	return got, err
 }
 
-// readAll reads a's whole body, then closes it.
-func readAll(a *Answer) ([]byte, error) {
+// readBounded reads a's whole body, at most bound+1 bytes of it
+// (zmap.ReadBounded), then closes it.
+func readBounded(a *Answer, key string, bound int64) ([]byte, error) {
 	defer a.Body.Close()
-	return io.ReadAll(a.Body)
+	return zmap.ReadBounded(a.Body, key, bound)
 }
 
 // DefaultTimeout bounds one operation of a remote store, retries

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"os"
 	"path"
 	"slices"
@@ -287,6 +288,13 @@ func findRoot(byName map[string]*stdzip.File, first string) string {
 func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 	o, err := s.lookup(ctx, "get", key)
 	if err != nil {
+		return nil, err
+	}
+	// The central directory says the entry's size before a byte is
+	// read (and inflating stops one byte past it).
+	if size := o.f.UncompressedSize64; size > math.MaxInt64 {
+		return nil, &zmap.TooLargeError{Key: key, Size: math.MaxInt64, Bound: zmap.MaxSize(ctx), AtLeast: true}
+	} else if err := zmap.CheckSize(ctx, key, int64(size)); err != nil {
 		return nil, err
 	}
 	b, err := s.read(ctx, o)

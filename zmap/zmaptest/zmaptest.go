@@ -132,6 +132,7 @@ func RunWith(t *testing.T, open OpenFunc, opts Options) {
 	store := openStore(t, open, objects)
 
 	t.Run("Get", func(t *testing.T) { testGet(t, store, objects) })
+	t.Run("GetBound", func(t *testing.T) { testGetBound(t, store, objects) })
 	t.Run("Size", func(t *testing.T) { testSize(t, store, objects) })
 	t.Run("Stat", func(t *testing.T) { testStat(t, store, objects) })
 	t.Run("ReadAt", func(t *testing.T) { testReadAt(t, store, objects) })
@@ -248,6 +249,53 @@ func testGet(t *testing.T, s zmap.Store, objects map[string][]byte) {
 		}
 		if !bytes.Equal(got, objects[key]) {
 			t.Errorf("Get(%q) = %s, want %s", key, summary(got), summary(objects[key]))
+		}
+	}
+}
+
+// boundKeys are the objects testGetBound reads: chunks and plain
+// objects, not metadata documents, which a store may keep in memory
+// (zmap/listcache) once read under the bound of metadata.
+var boundKeys = []string{"big.bin", "g1/v/0.0.0", "g1/v/1.0.1", "g1/empty", "nested/v/0/0/1", "order/a-b"}
+
+// testGetBound reads objects under bounds at, just below and far below
+// their sizes: within it Get returns the object, over it a
+// *zmap.TooLargeError naming the key, the bound and a size over it.
+func testGetBound(t *testing.T, s zmap.Store, objects map[string][]byte) {
+	for _, key := range boundKeys {
+		want, ok := objects[key]
+		if !ok {
+			continue
+		}
+		size := int64(len(want))
+		for _, bound := range []int64{size + 1000, size, size - 1, size / 3} {
+			if bound <= 0 {
+				continue
+			}
+			got, err := s.Get(zmap.WithMaxSize(context.Background(), bound), key)
+			if bound >= size {
+				if err != nil || !bytes.Equal(got, want) {
+					t.Errorf("Get(%q) within a bound of %d: %s, %v", key, bound, summary(got), err)
+				}
+				continue
+			}
+			var tl *zmap.TooLargeError
+			switch {
+			case !errors.As(err, &tl):
+				t.Errorf("Get(%q) of %d bytes under a bound of %d: %s, %v; want a TooLargeError", key, size, bound, summary(got), err)
+			case got != nil:
+				t.Errorf("Get(%q) over its bound returned %d bytes", key, len(got))
+			case tl.Key != key || tl.Bound != bound || tl.Size <= bound || tl.Size > size || (!tl.AtLeast && tl.Size != size):
+				t.Errorf("Get(%q) of %d bytes under a bound of %d: %+v", key, size, bound, *tl)
+			}
+		}
+	}
+	// Reads at an offset are bounded by their buffer, not the bound.
+	if want, ok := objects["big.bin"]; ok {
+		p := make([]byte, 1000)
+		n, err := s.ReadAt(zmap.WithMaxSize(context.Background(), 10), "big.bin", p, 5)
+		if err != nil || n != len(p) || !bytes.Equal(p, want[5:1005]) {
+			t.Errorf("ReadAt under a bound of 10: %d, %v", n, err)
 		}
 	}
 }

@@ -135,6 +135,12 @@ func (Codec) Decode(dst, src []byte, size, max int) ([]byte, error) {
 	return Decode(dst, src, size, max)
 }
 
+// MaxEncodedSize implements codec.Bounder: c-blosc stores a buffer that
+// does not compress as it is (memcpyed) after its 16-byte header, so no
+// frame is larger than its input plus 16 bytes; 32 allows for c-blosc2's
+// longer header.
+func (Codec) MaxEncodedSize(decoded int64) int64 { return codec.AddBound(decoded, 32) }
+
 // scratch holds the per-call temporary block buffers.
 type scratch struct{ tmp, tmp2 []byte }
 
@@ -170,11 +176,14 @@ func Decode(dst, src []byte, size, maxSize int) ([]byte, error) {
 	}
 	sc := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(sc)
-	if cap(sc.tmp) < h.BlockSize {
-		sc.tmp = make([]byte, h.BlockSize)
+	// No block is longer than the output: a header's block size (up to
+	// 2 GiB) never sizes the scratch beyond what the frame decodes to.
+	block := min(h.BlockSize, h.NBytes)
+	if cap(sc.tmp) < block {
+		sc.tmp = make([]byte, block)
 	}
-	if h.Flags&FlagBitShuffle != 0 && cap(sc.tmp2) < h.BlockSize {
-		sc.tmp2 = make([]byte, h.BlockSize)
+	if h.Flags&FlagBitShuffle != 0 && cap(sc.tmp2) < block {
+		sc.tmp2 = make([]byte, block)
 	}
 	for j := 0; j < nblocks; j++ {
 		start := int(int32(binary.LittleEndian.Uint32(src[HeaderSize+4*j:])))

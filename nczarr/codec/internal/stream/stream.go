@@ -211,7 +211,10 @@ var zstdDecoder = sync.OnceValue(func() *zstd.Decoder {
 
 // Zstd decodes one or more zstd frames.
 func Zstd(dst, src []byte, size, maxSize int) ([]byte, error) {
-	limit := Limit(size, maxSize)
+	if size < 0 {
+		return zstdUnknown(dst, src, maxSize)
+	}
+	limit := size
 	out, err := zstdDecoder().DecodeAll(src, Grow(dst, limit))
 	if err != nil {
 		if errors.Is(err, zstd.ErrDecoderSizeExceeded) {
@@ -223,6 +226,25 @@ func Zstd(dst, src []byte, size, maxSize int) ([]byte, error) {
 		return nil, fmt.Errorf("zstd: %w", err)
 	}
 	return out, nil
+}
+
+// zstdUnknown decodes zstd frames to at most maxSize bytes of unknown
+// size. DecodeAll writes only into the room it is given, so it would need
+// all of maxSize reserved ahead (8 times a chunk, for an inner step); a
+// streaming decoder's output grows with what the frames produce instead
+// (ReadAll), and its window is bounded by the output's bound too.
+func zstdUnknown(dst, src []byte, maxSize int) ([]byte, error) {
+	br := byteReaders.Get().(*bytes.Reader)
+	defer byteReaders.Put(br)
+	br.Reset(src)
+	window := uint64(max(maxSize, 8<<20))
+	d, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
+		zstd.WithDecoderMaxWindow(min(window, zstd.MaxWindowSize)), zstd.WithDecoderMaxMemory(window))
+	if err != nil {
+		return nil, fmt.Errorf("zstd: %w: %v", codec.ErrCorrupt, err)
+	}
+	defer d.Close()
+	return Read(dst, d, -1, maxSize, "zstd")
 }
 
 // LZ4Block decodes a raw LZ4 block (no frame, no size prefix) that must
