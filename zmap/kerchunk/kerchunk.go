@@ -76,7 +76,7 @@ type Store struct {
 	opts   Options
 	log    *slog.Logger
 	remote bool
-	merge  *merger // nil when reads are not merged
+	merge  *merger // merges the reads of remote objects (and of all, for a remote set)
 	probe  bool    // listing an array's folder reads its record files
 }
 
@@ -111,9 +111,7 @@ func newStore(idx lookuper, opts Options, remote bool) *Store {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	if remote {
-		s.merge = newMerger(MergeWindow, MaxGap, MaxBlock)
-	}
+	s.merge = newMerger(MergeWindow, MaxGap, MaxBlock)
 	return s
 }
 
@@ -154,12 +152,16 @@ func (s *Store) RequestKinds() (get, rangedGET, head, list int64) {
 	return 0, 0, 0, 0
 }
 
-// Close closes opts.Closer.
+// Close closes opts.Closer, and the folder of a Parquet reference set.
 func (s *Store) Close() error {
-	if s.opts.Closer != nil {
-		return s.opts.Closer.Close()
+	var errs []error
+	if c, ok := s.idx.(io.Closer); ok {
+		errs = append(errs, c.Close())
 	}
-	return nil
+	if s.opts.Closer != nil {
+		errs = append(errs, s.opts.Closer.Close())
+	}
+	return errors.Join(errs...)
 }
 
 func (s *Store) ref(ctx context.Context, key string) (Ref, error) {
@@ -186,7 +188,7 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 	switch {
 	case r.Len < 0:
 		data, err = st.Get(ctx, k)
-	case s.merge != nil:
+	case s.remote || !isLocal(r.URL):
 		data, err = s.merge.read(ctx, st, k, r.URL, r.Off, r.Len)
 	default:
 		data = make([]byte, r.Len)

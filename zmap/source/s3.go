@@ -24,6 +24,9 @@ type Options struct {
 	// FollowLinks follows symbolic links out of a directory source's root
 	// (file.Options.FollowLinks).
 	FollowLinks bool
+	// References is what the references of a remote kerchunk reference
+	// set may reach (a local one's may always reach local files).
+	References Policy
 }
 
 func openS3(ctx context.Context, s Source, opts Options) (zmap.Store, error) {

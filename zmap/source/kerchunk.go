@@ -1,0 +1,238 @@
+package source
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/nczarrfs/nczarrfs/zmap"
+	"github.com/nczarrfs/nczarrfs/zmap/azure"
+	"github.com/nczarrfs/nczarrfs/zmap/file"
+	zhttp "github.com/nczarrfs/nczarrfs/zmap/http"
+	"github.com/nczarrfs/nczarrfs/zmap/kerchunk"
+	"github.com/nczarrfs/nczarrfs/zmap/s3"
+)
+
+// Kerchunk is the format word of a kerchunk reference set
+// (#mode=kerchunk).
+const Kerchunk = "kerchunk"
+
+// referenceName reports whether a remote object's name says it is a JSON
+// reference file: .json, .json.gz or .json.zst.
+func referenceName(name string) bool {
+	name = strings.ToLower(name)
+	return strings.HasSuffix(name, ".json") || strings.HasSuffix(name, ".json.gz") || strings.HasSuffix(name, ".json.zst")
+}
+
+// openReferences opens s as a kerchunk reference set when it is one: a
+// local file that holds JSON, a local folder whose .zmetadata holds
+// record_size (Parquet), a remote object named like a JSON reference
+// file, or any source whose mode says kerchunk. ok is false for any other
+// source.
+func openReferences(ctx context.Context, s Source, opts Options) (st zmap.Store, ok bool, err error) {
+	named := s.Format == Kerchunk
+	switch s.Storage {
+	case S3, HTTP, Azure:
+		if !named && !referenceName(remoteName(s)) {
+			return nil, false, nil
+		}
+		st, err := openRemoteReferences(ctx, s, opts)
+		return st, true, err
+	}
+	if s.Storage != "" && !named {
+		return nil, false, nil // mode=file or mode=zip: as it says
+	}
+	info, err := os.Stat(s.Path)
+	if err != nil {
+		return nil, false, nil // openLocal says why
+	}
+	policy := Policy{AllowLocal: true, Endpoints: opts.References.Endpoints}
+	if info.IsDir() {
+		meta, err := os.ReadFile(filepath.Join(s.Path, ".zmetadata"))
+		if !named && (err != nil || !parquetMeta(meta)) {
+			return nil, false, nil
+		}
+		dir, err := file.OpenWith(s.Path, file.Options{FollowLinks: opts.FollowLinks})
+		if err != nil {
+			return nil, true, err
+		}
+		st, err := openParquet(ctx, dir, s, opts, policy, false)
+		return st, true, err
+	}
+	if !named && !localJSON(s.Path) {
+		return nil, false, nil
+	}
+	data, err := readLocal(s.Path)
+	if err != nil {
+		return nil, true, err
+	}
+	abs, err := filepath.Abs(s.Path)
+	if err != nil {
+		return nil, true, err
+	}
+	st, err = newReferences(data, s, opts, policy, filepath.Dir(abs), false)
+	return st, true, err
+}
+
+// localJSON reports whether the file at p starts like a JSON reference
+// file.
+func localJSON(p string) bool {
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, 512)
+	n, _ := io.ReadFull(f, head)
+	return kerchunk.LooksLikeJSON(head[:n])
+}
+
+func readLocal(p string) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, fmt.Errorf("source: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, kerchunk.MaxJSONSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("source %s: %w", p, err)
+	}
+	if len(data) > kerchunk.MaxJSONSize {
+		return nil, fmt.Errorf("source %s: a reference file larger than %d bytes", p, kerchunk.MaxJSONSize)
+	}
+	return data, nil
+}
+
+// parquetMeta reports whether a .zmetadata is that of a Parquet reference
+// folder: it holds record_size.
+func parquetMeta(data []byte) bool {
+	var doc struct {
+		RecordSize json.RawMessage `json:"record_size"`
+	}
+	return json.Unmarshal(data, &doc) == nil && doc.RecordSize != nil
+}
+
+// newReferences parses a JSON reference file and serves it.
+func newReferences(data []byte, s Source, opts Options, policy Policy, dir string, remote bool) (zmap.Store, error) {
+	set, err := kerchunk.ParseJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("source %s is not a kerchunk reference file: %w", Redact(s.Raw), err)
+	}
+	op := NewOpener(opts, policy)
+	st, err := kerchunk.New(set, kerchunk.Options{Opener: op, Dir: dir, Remote: remote, Logger: opts.S3.Logger, Closer: op, Name: Redact(s.Raw)})
+	if err != nil {
+		op.Close()
+		return nil, fmt.Errorf("source %s: %w", Redact(s.Raw), err)
+	}
+	return st, nil
+}
+
+// remoteName is the last segment of a remote source's path.
+func remoteName(s Source) string {
+	switch s.Storage {
+	case S3:
+		return path.Base(s.S3.Prefix)
+	case Azure:
+		return path.Base(s.Azure.Prefix)
+	case HTTP:
+		if u, err := url.Parse(s.URL); err == nil {
+			return path.Base(u.Path)
+		}
+	}
+	return ""
+}
+
+// openRemoteReferences reads a remote reference file, or opens a remote
+// Parquet reference folder (one whose name is not a JSON file's), through
+// a store of its parent folder. Its references may reach local files only
+// when opts.References allows it.
+func openRemoteReferences(ctx context.Context, s Source, opts Options) (zmap.Store, error) {
+	policy := opts.References
+	name := remoteName(s)
+	folder := !referenceName(name)
+	var parent zmap.Store
+	var err error
+	switch s.Storage {
+	case S3:
+		loc := s.S3
+		if !folder {
+			loc.Prefix = parentOf(loc.Prefix)
+		}
+		parent, err = s3.Open(ctx, loc, opts.S3)
+	case Azure:
+		loc := s.Azure
+		if !folder {
+			loc.Prefix = parentOf(loc.Prefix)
+		}
+		o := opts.Azure
+		if o.Logger == nil {
+			o.Logger = opts.S3.Logger
+		}
+		parent, err = azure.Open(ctx, loc, o)
+	case HTTP:
+		base := strings.TrimSuffix(s.URL, "/")
+		if !folder {
+			base = base[:strings.LastIndexByte(base, '/')]
+		}
+		parent, err = zhttp.Open(ctx, base, zhttp.Options{Raw: true, Timeout: opts.S3.Timeout, Logger: opts.S3.Logger})
+	}
+	if err != nil {
+		return nil, err
+	}
+	if folder {
+		st, err := openParquet(ctx, parent, s, opts, policy, true)
+		if err != nil {
+			parent.Close()
+		}
+		return st, err
+	}
+	defer parent.Close()
+	data, err := parent.Get(ctx, name)
+	if err != nil {
+		if errors.Is(err, zmap.ErrNotFound) {
+			return nil, fmt.Errorf("source %s does not exist", Redact(s.Raw))
+		}
+		return nil, fmt.Errorf("source %s: %w", Redact(s.Raw), err)
+	}
+	if len(data) > kerchunk.MaxJSONSize {
+		return nil, fmt.Errorf("source %s: a reference file larger than %d bytes", Redact(s.Raw), kerchunk.MaxJSONSize)
+	}
+	return newReferences(data, s, opts, policy, "", true)
+}
+
+// parentOf is the folder of key ("" at the top).
+func parentOf(key string) string {
+	if i := strings.LastIndexByte(key, '/'); i >= 0 {
+		return key[:i]
+	}
+	return ""
+}
+
+// openParquet opens a Parquet reference folder served by dir.
+func openParquet(ctx context.Context, dir zmap.Store, s Source, opts Options, policy Policy, remote bool) (zmap.Store, error) {
+	op := NewOpener(opts, policy)
+	ko := kerchunk.Options{Opener: op, Remote: remote, Logger: opts.S3.Logger, Closer: op, Name: Redact(s.Raw)}
+	if !remote {
+		abs, err := filepath.Abs(s.Path)
+		if err != nil {
+			return nil, err
+		}
+		ko.Dir = filepath.Dir(abs)
+	}
+	st, err := kerchunk.OpenParquet(ctx, dir, ko)
+	if err != nil {
+		op.Close()
+		if errors.Is(err, zmap.ErrNotFound) {
+			return nil, fmt.Errorf("source %s is not a kerchunk reference set: no .zmetadata", Redact(s.Raw))
+		}
+		return nil, fmt.Errorf("source %s: %w", Redact(s.Raw), err)
+	}
+	return st, nil
+}
