@@ -76,13 +76,13 @@ func keepListings(store zmap.Store, ttl time.Duration, log *slog.Logger) *listca
 // remoteFlags are the flags that say how to reach a remote store, shared
 // by mount and the commands that read without mounting.
 func remoteFlags() []cli.Flag {
-	return []cli.Flag{
+	return append([]cli.Flag{
 		&cli.StringFlag{Name: "endpoint-url", Usage: "S3 endpoint, e.g. http://127.0.0.1:9000 (for gs:// sources, Google's; for Azure, the blob service endpoint, e.g. http://127.0.0.1:10000/devstoreaccount1)", EnvVars: []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"}},
 		&cli.StringFlag{Name: "region", Usage: "S3 region (default from the AWS configuration)"},
 		&cli.StringFlag{Name: "profile", Usage: "AWS shared-config profile (for gs:// sources, the one holding Google HMAC keys)"},
 		&cli.BoolFlag{Name: "no-sign-request", Usage: "read a public bucket or container without credentials"},
 		&cli.DurationFlag{Name: "timeout", Aliases: []string{"s3-timeout"}, Usage: "bound on each request to a remote store (S3, Google Cloud Storage, Azure, HTTP), retries and resumed bodies included", DefaultText: "30s, or NCZARRFS_TIMEOUT or NCZARRFS_S3_TIMEOUT"},
-	}
+	}, referenceFlags()...)
 }
 
 // parseTimeout reads --timeout (or its older name --s3-timeout): 0 when
@@ -117,6 +117,10 @@ func storeOptions(c *cli.Context, log *slog.Logger, timeout time.Duration) (sour
 		},
 		CacheDir:    c.String("cache-dir"),
 		FollowLinks: c.Bool("follow-links"),
+	}
+	var err error
+	if opts.References, err = referencePolicy(c); err != nil {
+		return opts, err
 	}
 	if opts.CacheDir != "" {
 		n, err := parseSize(c.String("cache-dir-size"))
