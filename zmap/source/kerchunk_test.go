@@ -76,7 +76,7 @@ func TestOpenReferences(t *testing.T) {
 
 func TestParseEndpoint(t *testing.T) {
 	for in, want := range map[string]Endpoint{
-		"s3://bucket/=http://127.0.0.1:9000":           {Prefix: "s3://bucket/", URL: "http://127.0.0.1:9000"},
+		"s3://bucket/=http://127.0.0.1:9000":            {Prefix: "s3://bucket/", URL: "http://127.0.0.1:9000"},
 		"https://data.example.org/x=http://mirror:8080": {Prefix: "https://data.example.org/x", URL: "http://mirror:8080"},
 	} {
 		if got, err := ParseEndpoint(in); err != nil || got != want {
