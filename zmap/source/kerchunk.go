@@ -31,16 +31,26 @@ func referenceName(name string) bool {
 	return strings.HasSuffix(name, ".json") || strings.HasSuffix(name, ".json.gz") || strings.HasSuffix(name, ".json.zst")
 }
 
+// parquetName reports whether a remote folder's name says it is a
+// Parquet reference folder: .parq or .parquet (fsspec's examples name
+// them so). Other remote folders need #mode=kerchunk: finding out by
+// their .zmetadata would cost every mount of a bucket a request.
+func parquetName(name string) bool {
+	name = strings.ToLower(name)
+	return strings.HasSuffix(name, ".parq") || strings.HasSuffix(name, ".parquet")
+}
+
 // openReferences opens s as a kerchunk reference set when it is one: a
 // local file that holds JSON, a local folder whose .zmetadata holds
 // record_size (Parquet), a remote object named like a JSON reference
-// file, or any source whose mode says kerchunk. ok is false for any other
+// file or folder named like a Parquet one, or any source whose mode says
+// kerchunk. ok is false for any other
 // source.
 func openReferences(ctx context.Context, s Source, opts Options) (st zmap.Store, ok bool, err error) {
 	named := s.Format == Kerchunk
 	switch s.Storage {
 	case S3, HTTP, Azure:
-		if !named && !referenceName(remoteName(s)) {
+		if !named && !referenceName(remoteName(s)) && !parquetName(remoteName(s)) {
 			return nil, false, nil
 		}
 		st, err := openRemoteReferences(ctx, s, opts)
