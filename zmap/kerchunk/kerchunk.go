@@ -263,7 +263,16 @@ func (s *Store) ReadAt(ctx context.Context, key string, p []byte, off int64) (in
 		return 0, io.EOF
 	}
 	want := min(int64(len(p)), r.Len-off)
-	n, err := st.ReadAt(ctx, k, p[:want], r.Off+off)
+	var n int
+	if s.remote || !isLocal(r.URL) {
+		// Merged with the neighbours asked for at once.
+		var data []byte
+		if data, err = s.merge.read(ctx, st, k, r.URL, r.Off+off, want); err == nil {
+			n = copy(p, data)
+		}
+	} else {
+		n, err = st.ReadAt(ctx, k, p[:want], r.Off+off)
+	}
 	if err != nil {
 		return n, s.refErr(ctx, key, r, err)
 	}
