@@ -53,6 +53,9 @@ type Options struct {
 	// Transport sends the requests; a new http.Transport when nil (tests
 	// give one that trusts their server's certificate).
 	Transport http.RoundTripper
+	// Consolidated reads the consolidated metadata (required unless
+	// Raw): nczarr/consolidated.Parse.
+	Consolidated Consolidated
 	// Raw opens the server as a place of plain objects (the files a
 	// kerchunk reference set points into), with no hierarchy: no
 	// consolidated metadata is read, Search fails, and every key is
@@ -84,6 +87,8 @@ type Store struct {
 	log    *slog.Logger
 	h      *hierarchy
 	reqs   remote.Requests
+	// consolidated reads the consolidated metadata (Options).
+	consolidated Consolidated
 
 	mu     sync.Mutex
 	probes map[string]*probe // GUARDED_BY(mu): by array path
@@ -139,6 +144,8 @@ func Open(ctx context.Context, base string, opts Options) (*Store, error) {
 		tr:     tr,
 		log:    opts.Logger,
 		probes: map[string]*probe{},
+
+		consolidated: opts.Consolidated,
 	}
 	s.client = remote.Watch(&http.Client{Transport: tr, CheckRedirect: folderRedirect}, pacer, remote.StallAfter(opts.Timeout))
 	s.r = remote.NewReader(backend{s}, remote.Options{Timeout: opts.Timeout, Pacer: pacer, Name: "http", Logger: opts.Logger})
