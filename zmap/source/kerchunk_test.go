@@ -2,11 +2,16 @@ package source
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/nczarrfs/nczarrfs/zmap"
 	"github.com/nczarrfs/nczarrfs/zmap/kerchunk"
 )
 
@@ -100,5 +105,42 @@ func TestParseEndpoint(t *testing.T) {
 		if u != want[0] || ep != want[1] {
 			t.Errorf("override(%q) = %q, %q; want %q", in, u, ep, want)
 		}
+	}
+}
+
+// TestOpenerHTTP reads references into objects of a web server (a plain
+// one, with ranged GETs), directly and through an endpoint override, and
+// counts the requests.
+func TestOpenerHTTP(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	data := []byte("0123456789abcdefghij")
+	if err := os.WriteFile(filepath.Join(dir, "orig.nc"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
+	defer srv.Close()
+	doc := fmt.Sprintf(`{"a/0": ["%s/orig.nc", 2, 3], "a/1": ["https://mirror.invalid/d/orig.nc", 10, 4], "a/2": ["%s/missing.nc", 0, 1], "a/3": ["%s/orig.nc"]}`, srv.URL, srv.URL, srv.URL)
+	set, err := kerchunk.ParseJSON([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := NewOpener(Options{}, Policy{Endpoints: []Endpoint{{Prefix: "https://mirror.invalid/d/", URL: srv.URL}}})
+	st, err := kerchunk.New(set, kerchunk.Options{Opener: op, Closer: op})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for key, want := range map[string]string{"a/0": "234", "a/1": "abcd", "a/3": string(data)} {
+		if got, err := st.Get(ctx, key); err != nil || string(got) != want {
+			t.Errorf("Get(%s) = %q, %v; want %q", key, got, err, want)
+		}
+	}
+	if _, err := st.Get(ctx, "a/2"); err == nil || errors.Is(err, zmap.ErrNotFound) || !strings.Contains(err.Error(), "missing.nc") {
+		t.Errorf("Get(a/2) of a 404: %v, want an error naming the URL, not ErrNotFound", err)
+	}
+	get, ranged, _, _ := st.RequestKinds()
+	if get != 1 || ranged != 3 {
+		t.Errorf("requests: %d GET, %d ranged GET; want 1 and 3", get, ranged)
 	}
 }
