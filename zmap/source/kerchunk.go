@@ -160,51 +160,31 @@ func remoteName(s Source) string {
 }
 
 // openRemoteReferences reads a remote reference file, or opens a remote
-// Parquet reference folder (one whose name is not a JSON file's), through
-// a store of its parent folder. Its references may reach local files only
-// when opts.References allows it.
+// Parquet reference folder, through a store of its folder. A name that is
+// not a JSON file's is taken for a Parquet folder, and for a JSON object
+// when no .zmetadata is under it. Its references may reach local files
+// only when opts.References allows it.
 func openRemoteReferences(ctx context.Context, s Source, opts Options) (zmap.Store, error) {
-	policy := opts.References
-	name := remoteName(s)
-	folder := !referenceName(name)
-	var parent zmap.Store
-	var err error
-	switch s.Storage {
-	case S3:
-		loc := s.S3
-		if !folder {
-			loc.Prefix = parentOf(loc.Prefix)
+	if !referenceName(remoteName(s)) {
+		dir, err := remoteFolder(ctx, s, opts, false)
+		if err != nil {
+			return nil, err
 		}
-		parent, err = s3.Open(ctx, loc, opts.S3)
-	case Azure:
-		loc := s.Azure
-		if !folder {
-			loc.Prefix = parentOf(loc.Prefix)
+		st, err := openParquet(ctx, dir, s, opts, opts.References, true)
+		if err == nil {
+			return st, nil
 		}
-		o := opts.Azure
-		if o.Logger == nil {
-			o.Logger = opts.S3.Logger
+		dir.Close()
+		if !errors.Is(err, zmap.ErrNotFound) || parquetName(remoteName(s)) {
+			return nil, err
 		}
-		parent, err = azure.Open(ctx, loc, o)
-	case HTTP:
-		base := strings.TrimSuffix(s.URL, "/")
-		if !folder {
-			base = base[:strings.LastIndexByte(base, '/')]
-		}
-		parent, err = zhttp.Open(ctx, base, zhttp.Options{Raw: true, Timeout: opts.S3.Timeout, Logger: opts.S3.Logger})
 	}
+	parent, err := remoteFolder(ctx, s, opts, true)
 	if err != nil {
 		return nil, err
 	}
-	if folder {
-		st, err := openParquet(ctx, parent, s, opts, policy, true)
-		if err != nil {
-			parent.Close()
-		}
-		return st, err
-	}
 	defer parent.Close()
-	data, err := parent.Get(ctx, name)
+	data, err := parent.Get(ctx, remoteName(s))
 	if err != nil {
 		if errors.Is(err, zmap.ErrNotFound) {
 			return nil, fmt.Errorf("source %s does not exist", Redact(s.Raw))
@@ -214,7 +194,35 @@ func openRemoteReferences(ctx context.Context, s Source, opts Options) (zmap.Sto
 	if len(data) > kerchunk.MaxJSONSize {
 		return nil, fmt.Errorf("source %s: a reference file larger than %d bytes", Redact(s.Raw), kerchunk.MaxJSONSize)
 	}
-	return newReferences(data, s, opts, policy, "", true)
+	return newReferences(data, s, opts, opts.References, "", true)
+}
+
+// remoteFolder opens a store of the remote source's folder, or of the
+// folder that holds it (parent).
+func remoteFolder(ctx context.Context, s Source, opts Options, parent bool) (zmap.Store, error) {
+	switch s.Storage {
+	case S3:
+		loc := s.S3
+		if parent {
+			loc.Prefix = parentOf(loc.Prefix)
+		}
+		return s3.Open(ctx, loc, opts.S3)
+	case Azure:
+		loc := s.Azure
+		if parent {
+			loc.Prefix = parentOf(loc.Prefix)
+		}
+		o := opts.Azure
+		if o.Logger == nil {
+			o.Logger = opts.S3.Logger
+		}
+		return azure.Open(ctx, loc, o)
+	}
+	base := strings.TrimSuffix(s.URL, "/")
+	if parent {
+		base = base[:strings.LastIndexByte(base, '/')]
+	}
+	return zhttp.Open(ctx, base, zhttp.Options{Raw: true, Timeout: opts.S3.Timeout, Logger: opts.S3.Logger})
 }
 
 // parentOf is the folder of key ("" at the top).
@@ -240,7 +248,7 @@ func openParquet(ctx context.Context, dir zmap.Store, s Source, opts Options, po
 	if err != nil {
 		op.Close()
 		if errors.Is(err, zmap.ErrNotFound) {
-			return nil, fmt.Errorf("source %s is not a kerchunk reference set: no .zmetadata", Redact(s.Raw))
+			return nil, fmt.Errorf("source %s is not a kerchunk reference set: %w", Redact(s.Raw), err)
 		}
 		return nil, fmt.Errorf("source %s: %w", Redact(s.Raw), err)
 	}

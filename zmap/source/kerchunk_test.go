@@ -144,3 +144,69 @@ func TestOpenerHTTP(t *testing.T) {
 		t.Errorf("requests: %d GET, %d ranged GET; want 1 and 3", get, ranged)
 	}
 }
+
+// TestRemoteReferences opens reference sets on a web server: a JSON file
+// by its name, one of another name with #mode=kerchunk, a Parquet folder
+// by its name; references from them to local files read only when the
+// policy allows.
+func TestRemoteReferences(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	write := func(name, content string) {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
+	defer srv.Close()
+	write("orig.nc", "0123456789")
+	write("refs.json", fmt.Sprintf(`{".zgroup": "{}", "v/0": ["%s/orig.nc", 1, 2]}`, srv.URL))
+	write("refs.txt", fmt.Sprintf(`{"version": 1, "refs": {"v/0": ["%s/orig.nc", 3, 2]}}`, srv.URL))
+	write("local.json", fmt.Sprintf(`{"v/0": ["file://%s", 5, 2]}`, filepath.Join(dir, "orig.nc")))
+	write("pq.parq/.zmetadata", `{"metadata": {".zgroup": {"zarr_format": 2}}, "record_size": 10}`)
+	tests := []struct {
+		src, want string
+		policy    Policy
+		errPart   string
+	}{
+		{src: srv.URL + "/refs.json#mode=http", want: "12"},
+		{src: srv.URL + "/refs.txt#mode=http,kerchunk", want: "34"},
+		{src: srv.URL + "/local.json#mode=http", errPart: "--allow-local-references"},
+		{src: srv.URL + "/local.json#mode=http", policy: Policy{AllowLocal: true}, want: "56"},
+		{src: srv.URL + "/pq.parq#mode=http"},
+	}
+	for _, tt := range tests {
+		s, err := Parse(tt.src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := Open(ctx, s, Options{References: tt.policy})
+		if err != nil {
+			t.Errorf("%s: %v", tt.src, err)
+			continue
+		}
+		if _, ok := st.(*kerchunk.Store); !ok {
+			t.Errorf("%s: a %T", tt.src, st)
+		}
+		got, err := st.Get(ctx, "v/0")
+		switch {
+		case tt.errPart != "":
+			if err == nil || !strings.Contains(err.Error(), tt.errPart) || errors.Is(err, zmap.ErrNotFound) || got != nil {
+				t.Errorf("%s: v/0 = %q, %v; want an error containing %q", tt.src, got, err, tt.errPart)
+			}
+		case tt.want != "":
+			if err != nil || string(got) != tt.want {
+				t.Errorf("%s: v/0 = %q, %v; want %q", tt.src, got, err, tt.want)
+			}
+		default:
+			if g, err := st.Get(ctx, ".zgroup"); err != nil || !strings.Contains(string(g), "zarr_format") {
+				t.Errorf("%s: .zgroup = %q, %v", tt.src, g, err)
+			}
+		}
+		st.Close()
+	}
+}
