@@ -41,7 +41,14 @@ func OpenParquet(ctx context.Context, dir zmap.Store, opts Options) (*Store, err
 	if opts.Opener == nil {
 		return nil, errors.New("kerchunk: no Opener")
 	}
-	data, err := dir.Get(ctx, ".zmetadata")
+	size, err := dir.Size(ctx, ".zmetadata")
+	if err == nil && size > MaxJSONSize {
+		err = fmt.Errorf("%d bytes, more than %d", size, MaxJSONSize)
+	}
+	var data []byte
+	if err == nil {
+		data, err = dir.Get(ctx, ".zmetadata")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("kerchunk: a Parquet reference folder's .zmetadata: %w", err)
 	}

@@ -184,6 +184,10 @@ func openRemoteReferences(ctx context.Context, s Source, opts Options) (zmap.Sto
 		return nil, err
 	}
 	defer parent.Close()
+	// Held in memory: its size is asked first.
+	if size, err := parent.Size(ctx, remoteName(s)); err == nil && size > kerchunk.MaxJSONSize {
+		return nil, fmt.Errorf("source %s: a reference file of %d bytes, larger than %d", Redact(s.Raw), size, kerchunk.MaxJSONSize)
+	}
 	data, err := parent.Get(ctx, remoteName(s))
 	if err != nil {
 		if errors.Is(err, zmap.ErrNotFound) {
