@@ -260,6 +260,34 @@ with netCDF4.Dataset(sys.argv[1]) as d, netCDF4.Dataset(sys.argv[2]) as o:
 			}
 		})
 	}
+	t.Run("broken reference", func(t *testing.T) {
+		// One chunk of temp points past the end of the file: temp
+		// reads EIO, with a log line naming the key and the URL, and
+		// the rest of the mount reads.
+		var doc map[string]any
+		if err := json.Unmarshal(v0, &doc); err != nil {
+			t.Fatal(err)
+		}
+		doc["temp/0.0.0"] = []any{nc, 1 << 30, 100}
+		b, err := json.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := startDaemon(t, writeFile(t, filepath.Join(dir, "broken.json"), b))
+		if got, err := os.ReadFile(filepath.Join(d.mnt, "temp", "data")); !errors.Is(err, syscall.EIO) {
+			t.Errorf("temp/data: %d bytes, %v; want EIO", len(got), err)
+		}
+		var rest []string
+		for _, v := range kf.nc {
+			if v != "temp" {
+				rest = append(rest, v)
+			}
+		}
+		checkKerchunkVars(t, d.mnt, kf, "nc", rest)
+		if out := d.output.String(); !strings.Contains(out, "temp/0.0.0") || !strings.Contains(out, "orig.nc") {
+			t.Errorf("no log line names the key and the URL:\n%s", clip(out))
+		}
+	})
 	t.Run("refused", func(t *testing.T) {
 		for name, content := range map[string]string{"notjson.json": "CDF\x01 not json", "empty.json": "{}", "v1empty.json": `{"version": 1, "refs": {}}`} {
 			p := writeFile(t, filepath.Join(dir, name), []byte(content))
