@@ -210,7 +210,7 @@ func (s *Store) refErr(ctx context.Context, key string, r Ref, err error) error 
 	if ctx.Err() != nil {
 		return fmt.Errorf("kerchunk: reference %s (%s): %w", key, redact(r.URL), ctx.Err())
 	}
-	s.log.Warn("kerchunk: a reference could not be read", "key", key, "url", redact(r.URL), "err", err)
+	s.log.Warn("kerchunk: a reference could not be read", "references", s.opts.Name, "key", key, "url", redact(r.URL), "err", err)
 	return fmt.Errorf("kerchunk: reference %s (%s): %v", key, redact(r.URL), err)
 }
 
