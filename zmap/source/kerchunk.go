@@ -1,6 +1,7 @@
 package source
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -123,6 +124,9 @@ func readLocal(p string) ([]byte, error) {
 // parquetMeta reports whether a .zmetadata is that of a Parquet reference
 // folder: it holds record_size.
 func parquetMeta(data []byte) bool {
+	if !bytes.Contains(data, []byte(`"record_size"`)) {
+		return false // a Zarr store's consolidated metadata: not parsed twice
+	}
 	var doc struct {
 		RecordSize json.RawMessage `json:"record_size"`
 	}
