@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	neturl "net/url"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/urfave/cli/v2"
 
@@ -49,8 +47,6 @@ func icechunkOptions(c *cli.Context, opts *source.Options, log *slog.Logger) err
 			return fmt.Errorf("--snapshot: %w", err)
 		}
 	}
-	vo := &virtualOpener{base: *opts, endpoints: map[string]string{}, stores: map[string]zmap.Store{}}
-	vo.base.CacheDir = ""
 	for _, v := range c.StringSlice("virtual-chunks") {
 		prefix, endpoint, _ := strings.Cut(v, "=")
 		if !strings.Contains(prefix, "://") {
@@ -58,65 +54,14 @@ func icechunkOptions(c *cli.Context, opts *source.Options, log *slog.Logger) err
 		}
 		ic.Virtual = append(ic.Virtual, prefix)
 		if endpoint != "" {
-			if u, err := neturl.Parse(endpoint); err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-				return fmt.Errorf("--virtual-chunks %q: ENDPOINT_URL %q is not an http(s) URL", v, endpoint)
+			ep, err := source.ParseEndpoint(v)
+			if err != nil {
+				return fmt.Errorf("--virtual-chunks: %w", err)
 			}
-			vo.endpoints[strings.TrimSuffix(prefix, "/")] = endpoint
+			ic.Endpoints = append(ic.Endpoints, ep)
 		}
 	}
-	ic.Opener = vo
 	return nil
-}
-
-// virtualOpener opens the stores of virtual chunks: one store per bucket,
-// with the mount's credentials, at the endpoint --virtual-chunks gives the
-// longest prefix of the URL (else the mount's --endpoint-url, else the
-// scheme's own). S3 and Google Cloud Storage buckets only.
-//
-// It stands in for source.NewOpener, the opener every backend shares
-// (zmap/source/opener.go), until that is merged.
-type virtualOpener struct {
-	base      source.Options
-	endpoints map[string]string // prefix without trailing slash -> endpoint URL
-
-	mu     sync.Mutex
-	stores map[string]zmap.Store // "scheme://bucket" -> its store
-}
-
-func (o *virtualOpener) Open(ctx context.Context, url string) (zmap.Store, string, error) {
-	u, err := neturl.Parse(url)
-	if err != nil {
-		return nil, "", fmt.Errorf("virtual chunk URL: %w", err)
-	}
-	scheme := strings.ToLower(u.Scheme)
-	if scheme != "s3" && scheme != "gs" {
-		return nil, "", fmt.Errorf("virtual chunk URL %q: only s3:// and gs:// are read: %w", url, zmap.ErrPermission)
-	}
-	root := scheme + "://" + u.Host
-	key := strings.TrimPrefix(u.Path, "/")
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if st, ok := o.stores[root]; ok {
-		return st, key, nil
-	}
-	opts := o.base
-	opts.Icechunk = source.IcechunkOptions{}
-	var best string
-	for p, ep := range o.endpoints {
-		if icechunk.Allowed([]string{p}, url) && len(p) > len(best) {
-			best, opts.S3.EndpointURL = p, ep
-		}
-	}
-	src, err := source.Parse(root + "#mode=zarr")
-	if err != nil {
-		return nil, "", err
-	}
-	st, err := source.Open(ctx, src, opts)
-	if err != nil {
-		return nil, "", err
-	}
-	o.stores[root] = st
-	return st, key, nil
 }
 
 // icechunkVersions is the versions folder of an Icechunk source, nil

@@ -121,7 +121,7 @@ func remoteFlags() []cli.Flag {
 		&cli.StringFlag{Name: "profile", Usage: "AWS shared-config profile (for gs:// sources, the one holding Google HMAC keys)"},
 		&cli.BoolFlag{Name: "no-sign-request", Usage: "read a public bucket or container without credentials"},
 		&cli.DurationFlag{Name: "timeout", Aliases: []string{"s3-timeout"}, Usage: "bound on each request to a remote store (S3, Google Cloud Storage, Azure, HTTP), retries and resumed bodies included", DefaultText: "30s, or NCZARRFS_TIMEOUT or NCZARRFS_S3_TIMEOUT"},
-	}, icechunkFlags()...)
+	}, append(icechunkFlags(), referenceFlags()...)...)
 }
 
 // parseTimeout reads --timeout (or its older name --s3-timeout): 0 when
@@ -156,6 +156,10 @@ func storeOptions(c *cli.Context, log *slog.Logger, timeout time.Duration) (sour
 		},
 		CacheDir:    c.String("cache-dir"),
 		FollowLinks: c.Bool("follow-links"),
+	}
+	var err error
+	if opts.References, err = referencePolicy(c); err != nil {
+		return opts, err
 	}
 	if opts.CacheDir != "" {
 		n, err := parseSize(c.String("cache-dir-size"))

@@ -2,14 +2,11 @@ package http
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
-	"github.com/nczarrfs/nczarrfs/nczarr/zarrmeta"
 	"github.com/nczarrfs/nczarrfs/zmap"
 )
 
@@ -35,12 +32,65 @@ type hierarchy struct {
 // folder and in an array's.
 var nczarrObjects = map[bool][]string{false: {".nczattr", ".nczattrs", ".nczgroup"}, true: {".nczarray", ".nczattr", ".nczattrs", ".nczvar"}}
 
-// array is an array's chunk grid: where its chunk objects may be.
+// Hierarchy is what consolidated metadata says of a dataset, as a
+// Consolidated parser reads it.
+type Hierarchy struct {
+	// Meta holds the keys of the metadata objects it declares, the
+	// consolidated metadata's own object included.
+	Meta []string
+	// Arrays are the arrays' chunk grids, by path ("" for a root array).
+	Arrays map[string]*Array
+}
+
+// Array is an array's chunk grid: where its chunk objects may be.
+type Array struct {
+	Path  string
+	Shape []int64
+	Grid  []int64 // the chunk (or shard) shape
+	// Key is the key of the chunk at grid index idx, the path included.
+	Key func(idx []int64) string
+}
+
+// Consolidated parses consolidated metadata: name is ".zmetadata" (Zarr
+// v2) or "zarr.json" (a v3 root), data its content. A zarr.json without
+// consolidated metadata fails with an error wrapping ErrNotConsolidated.
+// The store is handed it (nczarr/consolidated.Parse) so that it imports
+// no reader of Zarr metadata.
+type Consolidated func(name string, data []byte) (*Hierarchy, error)
+
+// array is an array's chunk grid, checked.
 type array struct {
 	path  string
 	shape []int64
-	grid  []int64 // the chunk (or shard) shape
-	keys  zarrmeta.KeyEncoding
+	grid  []int64
+	key   func(idx []int64) string
+}
+
+// fromParsed checks what a Consolidated parser said and keeps it.
+func fromParsed(p *Hierarchy) (*hierarchy, error) {
+	if p == nil {
+		return nil, errors.New("no hierarchy")
+	}
+	h := &hierarchy{arrays: map[string]*array{}}
+	for _, k := range p.Meta {
+		if !zmap.ValidKey(k) {
+			return nil, fmt.Errorf("metadata key %q is not a key", k)
+		}
+		h.meta = append(h.meta, k)
+	}
+	for path, a := range p.Arrays {
+		if a == nil || a.Path != path || a.Key == nil || path != "" && !zmap.ValidKey(path) {
+			return nil, fmt.Errorf("array %q is not an array", path)
+		}
+		b := &array{path: path, shape: a.Shape, grid: a.Grid, key: a.Key}
+		if err := b.check(); err != nil {
+			return nil, fmt.Errorf("array %q: %w", path, err)
+		}
+		h.arrays[path] = b
+	}
+	slices.Sort(h.meta)
+	h.meta = slices.Compact(h.meta)
+	return h, nil
 }
 
 // declares reports whether key is a metadata object of the hierarchy.
@@ -91,7 +141,7 @@ func (a *array) eachChunk(fn func(key string)) {
 	}
 	idx := make([]int64, len(a.shape))
 	for {
-		fn(a.keys.Key(a.path, idx))
+		fn(a.key(idx))
 		d := len(idx) - 1
 		for ; d >= 0; d-- {
 			idx[d]++
@@ -112,7 +162,7 @@ func (s *Store) readHierarchy(ctx context.Context) (*hierarchy, error) {
 	zmeta, err := s.Get(ctx, ".zmetadata")
 	switch {
 	case err == nil:
-		h, err := parseZmetadata(zmeta)
+		h, err := s.parse(".zmetadata", zmeta)
 		if err != nil {
 			return nil, fmt.Errorf("http: %s is not consolidated Zarr metadata: %w", s.url(".zmetadata"), err)
 		}
@@ -135,7 +185,7 @@ func (s *Store) readHierarchy(ctx context.Context) (*hierarchy, error) {
 	case err != nil:
 		return nil, err
 	}
-	h, err := parseRootV3(root)
+	h, err := s.parse("zarr.json", root)
 	if err != nil {
 		if errors.Is(err, ErrNotConsolidated) {
 			return nil, fmt.Errorf("http: %s: %w in zarr.json (a server that cannot be listed needs it; zarr.consolidate_metadata writes it)", s.base, err)
@@ -145,121 +195,17 @@ func (s *Store) readHierarchy(ctx context.Context) (*hierarchy, error) {
 	return h, nil
 }
 
-// parseZmetadata reads a v2 .zmetadata document.
-func parseZmetadata(data []byte) (*hierarchy, error) {
-	var doc struct {
-		Metadata map[string]json.RawMessage `json:"metadata"`
+// parse reads consolidated metadata with the Consolidated parser the
+// Store was handed.
+func (s *Store) parse(name string, data []byte) (*hierarchy, error) {
+	if s.consolidated == nil {
+		return nil, errors.New("no reader of consolidated metadata (Options.Consolidated)")
 	}
-	if err := zarrmeta.DecodeJSON(data, &doc); err != nil {
+	p, err := s.consolidated(name, data)
+	if err != nil {
 		return nil, err
 	}
-	if doc.Metadata == nil {
-		return nil, errors.New(`no "metadata" object`)
-	}
-	h := &hierarchy{meta: []string{".zmetadata"}, arrays: map[string]*array{}}
-	for key, raw := range doc.Metadata {
-		if !zmap.ValidKey(key) {
-			return nil, fmt.Errorf("metadata key %q is not a key", key)
-		}
-		h.meta = append(h.meta, key)
-		dir, name := splitKey(key)
-		if name != ".zarray" {
-			continue
-		}
-		var o map[string]any
-		if err := zarrmeta.DecodeJSON(raw, &o); err != nil {
-			return nil, fmt.Errorf("%s: %w", key, err)
-		}
-		a := &array{path: dir, keys: zarrmeta.KeyEncoding{V2: true, Sep: "."}}
-		var err error
-		if a.shape, err = zarrmeta.IntList(o["shape"], "shape"); err != nil {
-			return nil, fmt.Errorf("%s: %w", key, err)
-		}
-		if a.grid, err = zarrmeta.IntList(o["chunks"], "chunks"); err != nil {
-			return nil, fmt.Errorf("%s: %w", key, err)
-		}
-		if sep, ok := o["dimension_separator"].(string); ok && sep != "" {
-			if sep != "." && sep != "/" {
-				return nil, fmt.Errorf("%s: dimension_separator %q is not . or /", key, sep)
-			}
-			a.keys.Sep = sep
-		}
-		if err := a.check(); err != nil {
-			return nil, fmt.Errorf("%s: %w", key, err)
-		}
-		h.arrays[dir] = a
-	}
-	slices.Sort(h.meta)
-	return h, nil
-}
-
-// parseRootV3 reads a v3 root zarr.json: a group with
-// consolidated_metadata, or an array (a hierarchy of one node).
-func parseRootV3(data []byte) (*hierarchy, error) {
-	var root map[string]any
-	if err := zarrmeta.DecodeJSON(data, &root); err != nil {
-		return nil, err
-	}
-	if root == nil {
-		return nil, errors.New("not a JSON object")
-	}
-	h := &hierarchy{meta: []string{"zarr.json"}, arrays: map[string]*array{}}
-	if root["node_type"] == "array" {
-		a, err := parseArrayV3("", root)
-		if err != nil {
-			return nil, err
-		}
-		h.arrays[""] = a
-		return h, nil
-	}
-	cm, _ := root["consolidated_metadata"].(map[string]any)
-	nodes, ok := cm["metadata"].(map[string]any)
-	if !ok {
-		return nil, ErrNotConsolidated
-	}
-	for _, p := range slices.Sorted(maps.Keys(nodes)) {
-		if !zmap.ValidKey(p) {
-			return nil, fmt.Errorf("consolidated node %q is not a key", p)
-		}
-		node, ok := nodes[p].(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("consolidated node %q is not an object", p)
-		}
-		h.meta = append(h.meta, p+"/zarr.json")
-		if node["node_type"] == "array" {
-			a, err := parseArrayV3(p, node)
-			if err != nil {
-				return nil, err
-			}
-			h.arrays[p] = a
-		}
-	}
-	slices.Sort(h.meta)
-	return h, nil
-}
-
-// parseArrayV3 reads the chunk grid of the v3 array at path p.
-func parseArrayV3(p string, node map[string]any) (*array, error) {
-	a := &array{path: p}
-	var err error
-	if a.shape, err = zarrmeta.IntList(node["shape"], "shape"); err != nil {
-		return nil, fmt.Errorf("array %q: %w", p, err)
-	}
-	grid, _ := node["chunk_grid"].(map[string]any)
-	if name, _ := grid["name"].(string); name != "regular" {
-		return nil, fmt.Errorf("array %q: chunk_grid %v is not a regular grid", p, node["chunk_grid"])
-	}
-	cfg, _ := grid["configuration"].(map[string]any)
-	if a.grid, err = zarrmeta.IntList(cfg["chunk_shape"], "chunk_shape"); err != nil {
-		return nil, fmt.Errorf("array %q: %w", p, err)
-	}
-	if a.keys, err = zarrmeta.ParseKeyEncoding(node["chunk_key_encoding"]); err != nil {
-		return nil, fmt.Errorf("array %q: %w", p, err)
-	}
-	if err := a.check(); err != nil {
-		return nil, fmt.Errorf("array %q: %w", p, err)
-	}
-	return a, nil
+	return fromParsed(p)
 }
 
 // check checks that the grid fits the shape.

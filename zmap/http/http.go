@@ -53,6 +53,14 @@ type Options struct {
 	// Transport sends the requests; a new http.Transport when nil (tests
 	// give one that trusts their server's certificate).
 	Transport http.RoundTripper
+	// Consolidated reads the consolidated metadata (required unless
+	// Raw): nczarr/consolidated.Parse.
+	Consolidated Consolidated
+	// Raw opens the server as a place of plain objects (the files a
+	// kerchunk reference set points into), with no hierarchy: no
+	// consolidated metadata is read, Search fails, and every key is
+	// asked of the server.
+	Raw bool
 }
 
 // Parallelism is how many requests a reader of a Store should keep in
@@ -79,6 +87,8 @@ type Store struct {
 	log    *slog.Logger
 	h      *hierarchy
 	reqs   remote.Requests
+	// consolidated reads the consolidated metadata (Options).
+	consolidated Consolidated
 
 	mu     sync.Mutex
 	probes map[string]*probe // GUARDED_BY(mu): by array path
@@ -138,9 +148,14 @@ func Open(ctx context.Context, base string, opts Options) (*Store, error) {
 		probes: map[string]*probe{},
 		now:    time.Now,
 		window: ProbeWindow,
+
+		consolidated: opts.Consolidated,
 	}
 	s.client = remote.Watch(&http.Client{Transport: tr, CheckRedirect: folderRedirect}, pacer, remote.StallAfter(opts.Timeout))
 	s.r = remote.NewReader(backend{s}, remote.Options{Timeout: opts.Timeout, Pacer: pacer, Name: "http", Logger: opts.Logger})
+	if opts.Raw {
+		return s, nil
+	}
 	if s.h, err = s.readHierarchy(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -338,6 +353,9 @@ func (s *Store) Search(ctx context.Context, prefix string) ([]zmap.Entry, error)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("http: search %s: %w", s.url(prefix), err)
+	}
+	if s.h == nil {
+		return nil, fmt.Errorf("http: %s cannot be listed (a server of plain objects)", s.url(prefix))
 	}
 	names := map[string]bool{} // name -> is a folder
 	var metas []string

@@ -23,6 +23,7 @@ import (
 
 	"github.com/nczarrfs/nczarrfs/internal/faultproxy"
 	"github.com/nczarrfs/nczarrfs/internal/testenv"
+	cmeta "github.com/nczarrfs/nczarrfs/nczarr/consolidated"
 	"github.com/nczarrfs/nczarrfs/zmap"
 	zhttp "github.com/nczarrfs/nczarrfs/zmap/http"
 	"github.com/nczarrfs/nczarrfs/zmap/remote"
@@ -86,6 +87,7 @@ func withETags(dir string) nethttp.Handler {
 
 func open(t *testing.T, base string, opts zhttp.Options) *zhttp.Store {
 	t.Helper()
+	opts.Consolidated = cmeta.Parse
 	st, err := zhttp.Open(context.Background(), base, opts)
 	if err != nil {
 		t.Fatalf("Open(%s): %v", base, err)
@@ -182,7 +184,7 @@ func TestOpenErrors(t *testing.T) {
 		{"http://u:p@host/x", []string{"user information"}, false},
 	}
 	for _, tt := range tests {
-		_, err := zhttp.Open(context.Background(), tt.url, zhttp.Options{Timeout: 5 * time.Second})
+		_, err := zhttp.Open(context.Background(), tt.url, zhttp.Options{Timeout: 5 * time.Second, Consolidated: cmeta.Parse})
 		if err == nil {
 			t.Errorf("Open(%s) succeeded", tt.url)
 			continue

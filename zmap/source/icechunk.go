@@ -21,10 +21,12 @@ type IcechunkOptions struct {
 	// of branch main.
 	Branch, Tag, Snapshot string
 	// Virtual lists the URL prefixes virtual chunks may be read from
-	// (--virtual-chunks), and Opener opens their stores.
-	Virtual []string
-	Opener  zmap.Opener
-	Logger  *slog.Logger
+	// (--virtual-chunks), and Endpoints the endpoints some of them are
+	// read from (PREFIX=ENDPOINT_URL). Their stores come from an Opener
+	// (opener.go) with the source's options, closed with the source.
+	Virtual   []string
+	Endpoints []Endpoint
+	Logger    *slog.Logger
 }
 
 // IcechunkRoot is the store of an Icechunk source: the version it shows,
@@ -37,13 +39,20 @@ type IcechunkRoot struct {
 	Version string
 	ID      icechunk.ID
 	storage io.Closer
+	opener  io.Closer // of the virtual chunks' stores, or nil
 }
 
 // Unwrap gives the version's store.
 func (r *IcechunkRoot) Unwrap() zmap.Store { return r.Store }
 
-// Close closes the repository's storage.
-func (r *IcechunkRoot) Close() error { return r.storage.Close() }
+// Close closes the repository's storage, and the stores of its virtual
+// chunks.
+func (r *IcechunkRoot) Close() error {
+	if r.opener != nil {
+		r.opener.Close()
+	}
+	return r.storage.Close()
+}
 
 // isIcechunk reports whether st is the folder of an Icechunk repository:
 // it has a `repo` file (spec 2) or refs/branch.main/ref.json (spec 1).
@@ -63,12 +72,29 @@ func isIcechunk(ctx context.Context, st zmap.Store) (bool, error) {
 
 // openIcechunk opens the version of the repository in st that opts
 // names. st is closed when the returned store is, or on failure.
-func openIcechunk(ctx context.Context, s Source, st zmap.Store, opts IcechunkOptions) (zmap.Store, error) {
+func openIcechunk(ctx context.Context, s Source, st zmap.Store, all Options) (zmap.Store, error) {
+	opts := all.Icechunk
+	var op *Opener
+	if len(opts.Virtual) > 0 {
+		// Local virtual chunks are allowed as any other: only the
+		// prefixes --virtual-chunks names are ever opened
+		// (icechunk.Allowed gates every location).
+		base := all
+		base.Icechunk = IcechunkOptions{}
+		op = NewOpener(base, Policy{AllowLocal: true, Endpoints: opts.Endpoints})
+	}
 	fail := func(err error) (zmap.Store, error) {
+		if op != nil {
+			op.Close()
+		}
 		st.Close()
 		return nil, fmt.Errorf("icechunk repository %s: %w", Redact(s.Raw), err)
 	}
-	repo, err := icechunk.Open(ctx, st, icechunk.Options{Opener: opts.Opener, Virtual: opts.Virtual, Logger: opts.Logger})
+	icOpts := icechunk.Options{Virtual: opts.Virtual, Logger: opts.Logger}
+	if op != nil {
+		icOpts.Opener = op
+	}
+	repo, err := icechunk.Open(ctx, st, icOpts)
 	if err != nil {
 		return fail(err)
 	}
@@ -105,7 +131,11 @@ func openIcechunk(ctx context.Context, s Source, st zmap.Store, opts IcechunkOpt
 	if err != nil {
 		return fail(err)
 	}
-	return &IcechunkRoot{Store: v, Repo: repo, Version: version, ID: id, storage: st}, nil
+	root := &IcechunkRoot{Store: v, Repo: repo, Version: version, ID: id, storage: st}
+	if op != nil {
+		root.opener = op
+	}
+	return root, nil
 }
 
 // maybeIcechunk opens the Icechunk repository in st when the source names
@@ -126,7 +156,7 @@ func maybeIcechunk(ctx context.Context, s Source, st zmap.Store, opts Options) (
 	} else if s.Format != Icechunk {
 		return st, nil
 	}
-	return openIcechunk(ctx, s, st, opts.Icechunk)
+	return openIcechunk(ctx, s, st, opts)
 }
 
 type requestCounter interface {

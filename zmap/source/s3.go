@@ -27,6 +27,9 @@ type Options struct {
 	// Icechunk says which version of an Icechunk repository to show
 	// (icechunk.go).
 	Icechunk IcechunkOptions
+	// References is what the references of a remote kerchunk reference
+	// set may reach (a local one's may always reach local files).
+	References Policy
 }
 
 func openS3(ctx context.Context, s Source, opts Options) (zmap.Store, error) {

@@ -40,7 +40,7 @@ const (
 type Source struct {
 	Raw     string  // as given
 	Storage Storage // "" until inferred (a plain path, or a file URL without a medium)
-	Format  string  // "nczarr", "zarr", "icechunk" or "" (inferred by probing)
+	Format  string  // "nczarr", "zarr", "icechunk", "kerchunk" or "" (inferred by probing)
 	Version int     // Zarr version the mode names (2 or 3), 0 when it names none
 	Path    string  // local path, for file and zip
 	// S3 is where an s3 source lives, its Profile taken from the
@@ -179,7 +179,7 @@ func ParseFragment(frag string) (Fragment, error) {
 func (f *Fragment) addModes(list string) error {
 	for _, m := range strings.Split(list, ",") {
 		switch m = strings.ToLower(strings.TrimSpace(m)); m {
-		case "nczarr", "zarr", Icechunk:
+		case "nczarr", "zarr", Icechunk, Kerchunk:
 			if f.Format != "" && f.Format != m {
 				return fmt.Errorf("mode names two formats, %s and %s", f.Format, m)
 			}
@@ -197,7 +197,7 @@ func (f *Fragment) addModes(list string) error {
 			f.Version = v
 		case "xarray", "noxarray", "":
 		default:
-			return fmt.Errorf("unknown mode %q (want nczarr|zarr|icechunk, file|zip|s3|http, v2|v3, xarray|noxarray)", m)
+			return fmt.Errorf("unknown mode %q (want nczarr|zarr|icechunk|kerchunk, file|zip|s3|http, v2|v3, xarray|noxarray)", m)
 		}
 	}
 	return nil
@@ -241,9 +241,13 @@ func openLocal(s Source, opts Options) (zmap.Store, error) {
 	return nil, fmt.Errorf("source %s: storage %s is not local", s.Raw, storage)
 }
 
-// Open opens any source: an Icechunk repository (icechunk.go) as the
-// store of the version opts.Icechunk names.
+// Open opens any source: a kerchunk reference set (kerchunk.go) as a
+// zmap/kerchunk store, an Icechunk repository (icechunk.go) as the store of
+// the version opts.Icechunk names.
 func Open(ctx context.Context, s Source, opts Options) (zmap.Store, error) {
+	if st, ok, err := openReferences(ctx, s, opts); ok {
+		return st, err
+	}
 	st, err := openStorage(ctx, s, opts)
 	if err != nil {
 		return nil, err

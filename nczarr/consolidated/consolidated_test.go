@@ -1,4 +1,4 @@
-package http
+package consolidated
 
 import (
 	"testing"
@@ -21,31 +21,27 @@ func FuzzParseConsolidated(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, parse := range []func([]byte) (*hierarchy, error){parseZmetadata, parseRootV3} {
-			h, err := parse(data)
+		for _, name := range []string{".zmetadata", "zarr.json"} {
+			h, err := Parse(name, data)
 			if err != nil {
 				continue
 			}
-			for _, k := range h.meta {
+			for _, k := range h.Meta {
 				if !zmap.ValidKey(k) {
 					t.Errorf("metadata key %q is not a key", k)
 				}
 			}
-			for p, a := range h.arrays {
-				if a.check() != nil || a.path != p {
-					t.Errorf("array %q: shape %v, grid %v", p, a.shape, a.grid)
+			for p, a := range h.Arrays {
+				if a.Path != p || len(a.Grid) != len(a.Shape) {
+					t.Errorf("array %q: shape %v, grid %v", p, a.Shape, a.Grid)
 				}
-				n := 0
-				if a.chunkCount() <= 1000 {
-					a.eachChunk(func(k string) {
-						n++
-						if !zmap.ValidKey(k) {
-							t.Errorf("chunk key %q of array %q is not a key", k, p)
-						}
-					})
-					if int64(n) != a.chunkCount() {
-						t.Errorf("array %q: %d chunk keys, want %d", p, n, a.chunkCount())
+				for d := range a.Grid {
+					if a.Grid[d] <= 0 || a.Shape[d] < 0 {
+						t.Errorf("array %q: shape %v, grid %v", p, a.Shape, a.Grid)
 					}
+				}
+				if k := a.Key(make([]int64, len(a.Grid))); !zmap.ValidKey(k) {
+					t.Errorf("chunk key %q of array %q is not a key", k, p)
 				}
 			}
 		}
