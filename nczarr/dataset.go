@@ -27,6 +27,11 @@ import (
 // ErrNoDataset is wrapped by Open when the store holds no Zarr dataset.
 var ErrNoDataset = errors.New("no Zarr or NCZarr dataset found")
 
+// ErrReferenceSet: the store is a kerchunk Parquet reference folder, whose
+// .zmetadata (holding record_size) looks like consolidated metadata. Read
+// as Zarr, every array would be all fill values; zmap/kerchunk reads it.
+var ErrReferenceSet = errors.New("a kerchunk Parquet reference folder (its .zmetadata holds record_size), not a Zarr store")
+
 // Options configure Open.
 type Options struct {
 	// Cache holds decoded chunks, and read-ahead loads into it. Nil means
@@ -560,11 +565,15 @@ func (w *walker) consolidated(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	var doc struct {
-		Metadata map[string]json.RawMessage `json:"metadata"`
+		Metadata   map[string]json.RawMessage `json:"metadata"`
+		RecordSize json.RawMessage            `json:"record_size"`
 	}
 	if err := decodeJSON(data, &doc); err != nil || doc.Metadata == nil {
 		w.d.log.Warn("ignoring unreadable .zmetadata", "err", err)
 		return false, nil
+	}
+	if doc.RecordSize != nil {
+		return false, fmt.Errorf(".zmetadata: %w", ErrReferenceSet)
 	}
 	groups := map[string]*Group{"": {Path: ""}}
 	var arrays []string

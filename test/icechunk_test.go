@@ -290,6 +290,23 @@ func TestIcechunk(t *testing.T) {
 		}
 	})
 
+	t.Run("web server", func(t *testing.T) {
+		// python3 -m http.server ignores Range: every chunk read gets the
+		// whole packed file. A spec 2 repository needs no listing.
+		base := pythonHTTPServer(t, filepath.Dir(v2))
+		m := mount(t, base+"/test-repo-v2#mode=icechunk,http", "--tag", "it works!",
+			"--virtual-chunks", "s3://testbucket/="+srv.Endpoint)
+		if got := int8s(t, filepath.Join(m, "group1/small_chunks/data")); !slices.Equal(got, []int{84, 84, 84, 84, 8}) {
+			t.Errorf("web server, tag it works!: small_chunks = %v", got)
+		}
+		if got, err := float32s(filepath.Join(m, "group1/big_chunks/data")); err != nil || len(got) != 100 || got[0] != 42 || got[99] != 42 {
+			t.Errorf("web server: big_chunks: %v %v", got, err)
+		}
+		if got := int8s(t, filepath.Join(m, ".icechunk/branches/main/group1/small_chunks/data")); !slices.Equal(got, []int{84, 84, 84, 84, 84}) {
+			t.Errorf("web server, branches/main: small_chunks = %v", got)
+		}
+	})
+
 	t.Run("requests", func(t *testing.T) {
 		// MinIO 20 ms away: the mount reads the repo file and one
 		// snapshot, and listing the root reads nothing more.

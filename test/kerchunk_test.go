@@ -346,6 +346,17 @@ func TestKerchunkS3(t *testing.T) {
 		mnt := mount(t, ep+"/kerchunk/refs.parq", refsEndpoint)
 		checkKerchunkVars(t, mnt, kf, "nc", kf.nc)
 	})
+	t.Run("bucket parquet of another name", func(t *testing.T) {
+		// Read as Zarr, its .zmetadata would list every array, all of
+		// them fill values: the mount refuses it, naming the mode.
+		srv.PutTree(t, "kerchunk", "refsfolder", filepath.Join(dir, "refs.parq"))
+		out, err := mountFails(t, ep+"/kerchunk/refsfolder", refsEndpoint)
+		if err == nil || !strings.Contains(out, "record_size") || !strings.Contains(out, "#mode=kerchunk") {
+			t.Errorf("mount of a Parquet reference folder named as a Zarr store: %v\n%s", err, out)
+		}
+		mnt := mount(t, ep+"/kerchunk/refsfolder#mode=kerchunk", refsEndpoint)
+		checkKerchunkVars(t, mnt, kf, "nc", kf.nc)
+	})
 	t.Run("bucket refs to a local file", func(t *testing.T) {
 		mnt := mount(t, ep+"/kerchunk/refs/local.json")
 		for _, v := range []string{"temp", "v12", "contig"} {

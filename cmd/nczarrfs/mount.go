@@ -265,6 +265,8 @@ func runMount(c *cli.Context) error {
 	if err != nil {
 		if errors.Is(err, nczarr.ErrNoDataset) {
 			err = fmt.Errorf("%s holds no dataset: %w", cfg.source, err)
+		} else if errors.Is(err, nczarr.ErrReferenceSet) {
+			err = fmt.Errorf("%s is %w: add #mode=kerchunk to the source", cfg.source, nczarr.ErrReferenceSet)
 		} else {
 			err = fmt.Errorf("reading %s: %w", cfg.source, err)
 		}

@@ -84,6 +84,9 @@ func openDataset(ctx context.Context, c *cli.Context, src string) (*nczarr.Datas
 		if errors.Is(err, nczarr.ErrNoDataset) {
 			return nil, nil, fmt.Errorf("%s holds no dataset: %w", source.Redact(src), err)
 		}
+		if errors.Is(err, nczarr.ErrReferenceSet) {
+			return nil, nil, fmt.Errorf("%s is %w: add #mode=kerchunk to the source", source.Redact(src), nczarr.ErrReferenceSet)
+		}
 		return nil, nil, fmt.Errorf("reading %s: %w", source.Redact(src), err)
 	}
 	// Counting the arrays reads those of a lazily read dataset: only
