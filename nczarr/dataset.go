@@ -572,7 +572,7 @@ func (w *walker) consolidated(ctx context.Context) (bool, error) {
 		w.d.log.Warn("ignoring unreadable .zmetadata", "err", err)
 		return false, nil
 	}
-	if doc.RecordSize != nil {
+	if _, refs := zmap.As[interface{ ReferenceSet() bool }](w.d.store); doc.RecordSize != nil && !refs {
 		return false, fmt.Errorf(".zmetadata: %w", ErrReferenceSet)
 	}
 	groups := map[string]*Group{"": {Path: ""}}

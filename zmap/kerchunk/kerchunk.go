@@ -125,6 +125,12 @@ func isRelativePath(u string) bool {
 }
 
 // Remote reports whether reads are transfers, so that readers fetch only
+// ReferenceSet says the store serves a reference set: its .zmetadata may
+// be a Parquet folder's, which holds record_size, and is still the
+// dataset's consolidated metadata (nczarr refuses such a .zmetadata from
+// any other store).
+func (s *Store) ReferenceSet() bool { return true }
+
 // the bytes they need (nczarr asks).
 func (s *Store) Remote() bool { return s.remote }
 
