@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -41,10 +42,20 @@ const attrEphemeral = kubeletPrefix + "ephemeral"
 // PersistentVolumes do.
 const trustFlag = "--trust-inline-volumes"
 
-// isInline reports whether attrs are an inline volume's.
-func isInline(attrs map[string]string) bool {
-	return strings.EqualFold(strings.TrimSpace(attrs[attrEphemeral]), "true")
+// isInline reports whether the volume id with attrs is an inline one.
+// kubelet says so in attrEphemeral ("true" or "false", overriding what
+// the pod's spec wrote) when the CSIDriver has podInfoOnMount; without
+// it, the volume id tells: kubelet names an inline volume csi- and the
+// SHA-256 of its pod's uid and volume name, in hex.
+func isInline(id string, attrs map[string]string) bool {
+	if v, ok := attrs[attrEphemeral]; ok {
+		return strings.EqualFold(strings.TrimSpace(v), "true")
+	}
+	return inlineHandle.MatchString(id)
 }
+
+// inlineHandle is the form of kubelet's ids of inline volumes.
+var inlineHandle = regexp.MustCompile(`^csi-[0-9a-f]{64}$`)
 
 // errDenied marks a request the plugin refuses to serve as it is
 // (PermissionDenied).

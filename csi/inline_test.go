@@ -233,12 +233,27 @@ func checkDaemonCredentials(t *testing.T, r MountRequest, confined bool, secrets
 	}
 }
 
-// TestInlineEphemeralValues: kubelet writes "true"; any casing counts, and
-// other values are not inline.
+// TestInlineEphemeralValues: kubelet writes "true" or "false"; any casing
+// counts. Without it (a CSIDriver without podInfoOnMount), an id of the
+// form kubelet gives inline volumes is inline.
 func TestInlineEphemeralValues(t *testing.T) {
-	for v, want := range map[string]bool{"true": true, "True": true, " TRUE ": true, "false": false, "": false, "1": false} {
-		if got := isInline(map[string]string{attrEphemeral: v}); got != want {
-			t.Errorf("isInline(ephemeral=%q) = %v, want %v", v, got, want)
+	const handle = "csi-0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0"
+	for _, c := range []struct {
+		id    string
+		value string // "-": no attribute
+		want  bool
+	}{
+		{"v", "true", true}, {"v", "True", true}, {"v", " TRUE ", true},
+		{"v", "false", false}, {"v", "", false}, {"v", "1", false}, {"v", "-", false},
+		{handle, "-", true}, {handle, "false", false},
+		{handle[:len(handle)-1], "-", false}, {strings.ToUpper(handle), "-", false}, {"x" + handle, "-", false},
+	} {
+		attrs := map[string]string{}
+		if c.value != "-" {
+			attrs[attrEphemeral] = c.value
+		}
+		if got := isInline(c.id, attrs); got != c.want {
+			t.Errorf("isInline(%q, ephemeral=%q) = %v, want %v", c.id, c.value, got, c.want)
 		}
 	}
 }

@@ -80,7 +80,7 @@ func (d *Driver) publishRequest(req *csi.NodePublishVolumeRequest) (record, volu
 	}
 	// An inline volume the plugin does not trust is confined: checked
 	// against the allow-lists, and anonymous unless it has secrets.
-	confined := isInline(attrs) && !d.opts.TrustInline
+	confined := isInline(id, attrs) && !d.opts.TrustInline
 	if confined {
 		if err := checkInline(attrs, src, flags, req.GetSecrets()); err != nil {
 			return record{}, spec, err
