@@ -94,7 +94,9 @@ func environOf(t *testing.T, pid int) map[string]string {
 // path, a file:// URL, cacheDir, cacheDirSize and a secret naming the
 // node's credentials file are refused with PermissionDenied naming
 // --trust-inline-volumes; a private bucket without secrets fails (the
-// daemon is anonymous); each leaves nothing mounted and no record. A
+// daemon is anonymous), and so does one with secrets that hold no key
+// (the daemon must not fall back on the plugin's ~/.aws); each leaves
+// nothing mounted and no record. A
 // public bucket mounts (its daemon has none of the plugin's credentials),
 // the private bucket with the volume's own secrets mounts, and
 // PersistentVolumes of a zip file and of the private bucket without
@@ -154,6 +156,9 @@ func TestCSIInlineVolumes(t *testing.T) {
 		// The daemon is anonymous: the bucket refuses it, whatever the
 		// plugin holds.
 		{"private bucket without secrets", map[string]string{"source": privateSrc}, nil, codes.Internal, ds.Name},
+		// Secrets without keys: the daemon signs, with no key in its
+		// environment, and must not find the plugin's ~/.aws.
+		{"private bucket with secrets but no keys", map[string]string{"source": privateSrc}, map[string]string{"AWS_REGION": miniotest.Region}, codes.Internal, ds.Name},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			target := newTarget()
@@ -196,7 +201,8 @@ func TestCSIInlineVolumes(t *testing.T) {
 		}
 	}
 	if denv["AWS_CONFIG_FILE"] != "/dev/null" || denv["AWS_SHARED_CREDENTIALS_FILE"] != "/dev/null" || denv["AWS_EC2_METADATA_DISABLED"] != "true" {
-		t.Errorf("the inline volume's daemon reads the node's AWS files or metadata service: %v", denv)
+		t.Errorf("the inline volume's daemon reads the node's AWS files or metadata service: AWS_CONFIG_FILE=%q AWS_SHARED_CREDENTIALS_FILE=%q AWS_EC2_METADATA_DISABLED=%q",
+			denv["AWS_CONFIG_FILE"], denv["AWS_SHARED_CREDENTIALS_FILE"], denv["AWS_EC2_METADATA_DISABLED"])
 	}
 
 	// The private bucket with the volume's own secrets, inline.
