@@ -158,7 +158,7 @@ func TestCSIInlineVolumes(t *testing.T) {
 		{"private bucket without secrets", map[string]string{"source": privateSrc}, nil, codes.Internal, ds.Name},
 		// Secrets without keys: the daemon signs, with no key in its
 		// environment, and must not find the plugin's ~/.aws.
-		{"private bucket with secrets but no keys", map[string]string{"source": privateSrc}, map[string]string{"AWS_REGION": miniotest.Region}, codes.Internal, ds.Name},
+		{"private bucket with secrets but no keys", map[string]string{"source": privateSrc}, map[string]string{"AWS_REGION": miniotest.Region}, codes.Internal, "no usable AWS credentials"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			target := newTarget()
