@@ -49,6 +49,14 @@ type Options struct {
 	// Check checks a volume's mount command line (flags, "--", source,
 	// target) with the mount command's own parser; nil checks nothing.
 	Check func(args []string) error
+	// TrustInline lets inline volumes do what PersistentVolumes do
+	// (--trust-inline-volumes): for clusters that trust every pod
+	// author. Otherwise they are confined (inline.go).
+	TrustInline bool
+	// CacheDir and CacheDirSize are the node-wide cache
+	// (--cache-dir, --cache-dir-size of the plugin) of every volume that
+	// names none of its own; none when empty.
+	CacheDir, CacheDirSize string
 	// Env is the environment the mount daemons start from (os.Environ()
 	// when nil), without the volume's secrets.
 	Env    []string
@@ -229,6 +237,8 @@ func grpcError(err error) error {
 		return nil
 	case status.Code(err) != codes.Unknown:
 		return err // a status already
+	case errors.Is(err, errDenied):
+		return status.Error(codes.PermissionDenied, strings.TrimPrefix(err.Error(), errDenied.Error()+": "))
 	case errors.Is(err, errInvalid):
 		return status.Error(codes.InvalidArgument, strings.TrimPrefix(err.Error(), errInvalid.Error()+": "))
 	case errors.As(err, &me):

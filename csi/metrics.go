@@ -62,7 +62,7 @@ func (d *Driver) gatherVolumes() ([]*dto.MetricFamily, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			fams, err := scrapeSocket(d.state.socket(key))
+			fams, err := scrapeSocket(d.state.socket(key, rec))
 			if err != nil {
 				d.log.Debug("scraping a volume's metrics", "volume", rec.VolumeID, "target", rec.Target, "err", err)
 			}

@@ -2,11 +2,16 @@ package csi
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -64,20 +69,32 @@ func (d *Driver) publishRequest(req *csi.NodePublishVolumeRequest) (record, volu
 		return record{}, spec, invalidf("block access is not supported: an nczarrfs volume is a filesystem")
 	}
 	target = filepath.Clean(target)
-	src, flags, err := parseAttributes(req.GetVolumeContext(), req.GetVolumeCapability().GetMount().GetMountFlags(), d.opts.OptionFlags)
+	attrs := req.GetVolumeContext()
+	src, flags, err := parseAttributes(attrs, req.GetVolumeCapability().GetMount().GetMountFlags(), d.opts.OptionFlags)
 	if err != nil {
 		return record{}, spec, err
+	}
+	spec.env, spec.values, err = parseSecrets(req.GetSecrets())
+	if err != nil {
+		return record{}, spec, err
+	}
+	// An inline volume the plugin does not trust is confined: checked
+	// against the allow-lists, and anonymous unless it has secrets.
+	confined := isInline(id, attrs) && !d.opts.TrustInline
+	if confined {
+		if err := checkInline(attrs, src, flags, req.GetSecrets()); err != nil {
+			return record{}, spec, err
+		}
+		if len(spec.env) == 0 && !slices.Contains(flags, "--no-sign-request") {
+			flags = append(flags, "--no-sign-request")
+		}
 	}
 	if d.opts.Check != nil {
 		if err := d.opts.Check(append(append(append([]string(nil), flags...), "--"), src, target)); err != nil {
 			return record{}, spec, invalidf("%v", err)
 		}
 	}
-	spec.env, spec.values, err = parseSecrets(req.GetSecrets())
-	if err != nil {
-		return record{}, spec, err
-	}
-	rec := record{VolumeID: id, Target: target, Source: src, Flags: flags, Secrets: len(spec.env) > 0, Published: time.Now().UTC()}
+	rec := record{VolumeID: id, Target: target, Source: src, Flags: flags, Secrets: len(spec.env) > 0, Confined: confined, Published: time.Now().UTC()}
 	return rec, spec, nil
 }
 
@@ -89,8 +106,10 @@ func (d *Driver) publish(ctx context.Context, rec record, spec volumeSpec) error
 	old, err := d.state.load(key)
 	known := err == nil
 	switch st := stateOf(rec.Target); {
-	case st == mounted && known && old.sameMount(rec):
+	case st == mounted && known && old.sameMount(rec) && old.sameSecrets(spec.env):
 		return nil // published already
+	case st == mounted && known && old.sameMount(rec):
+		return d.rotate(ctx, key, old, rec, spec)
 	case st == mounted && known:
 		return status.Errorf(codes.AlreadyExists, "volume %s is published at %s with other attributes; unpublish it first", rec.VolumeID, rec.Target)
 	case st == mounted || st == otherMount:
@@ -111,23 +130,16 @@ func (d *Driver) mount(ctx context.Context, key string, rec record, spec volumeS
 	if err := os.MkdirAll(rec.Target, 0o750); err != nil {
 		return fmt.Errorf("creating the target: %w", err)
 	}
+	if err := rec.setSecrets(spec.env); err != nil {
+		return err
+	}
 	if err := d.state.save(rec); err != nil {
 		return err
 	}
-	os.Remove(d.state.socket(key)) // a dead daemon's
-	err := d.opts.Mounter.Mount(ctx, MountRequest{
-		Source:        rec.Source,
-		Target:        rec.Target,
-		Flags:         rec.Flags,
-		Env:           daemonEnv(d.opts.Env, spec.env),
-		LogFile:       d.state.logFile(key),
-		MetricsSocket: d.state.socket(key),
-	})
+	os.Remove(d.state.socket(key, rec)) // a dead daemon's
+	err := d.opts.Mounter.Mount(ctx, d.mountRequest(key, rec, rec.Target, spec))
 	if err != nil {
-		var me *MountError
-		if errors.As(err, &me) {
-			err = &MountError{Msg: scrub(me.Msg, spec.values)}
-		}
+		err = scrubError(err, spec.values)
 		if stateOf(rec.Target) == mounted {
 			// The daemon of a killed plugin's publish, still starting
 			// when the next plugin adopted the record, mounted there
@@ -141,6 +153,101 @@ func (d *Driver) mount(ctx context.Context, key string, rec record, spec volumeS
 		return err
 	}
 	d.log.Info("mounted", "volume", rec.VolumeID, "target", rec.Target, "source", rec.Source)
+	return nil
+}
+
+// mountRequest is the mount of rec at dir with spec's secrets: the
+// plugin's node-wide cache (Options.CacheDir) unless the volume names a
+// cache of its own, and a confined daemon's environment for a confined
+// volume.
+func (d *Driver) mountRequest(key string, rec record, dir string, spec volumeSpec) MountRequest {
+	flags := slices.Clone(rec.Flags)
+	if d.opts.CacheDir != "" && !hasFlag(flags, "--cache-dir") {
+		flags = append(flags, "--cache-dir="+d.opts.CacheDir)
+		if d.opts.CacheDirSize != "" && !hasFlag(flags, "--cache-dir-size") {
+			flags = append(flags, "--cache-dir-size="+d.opts.CacheDirSize)
+		}
+	}
+	env := daemonEnv(d.opts.Env, spec.env)
+	if rec.Confined {
+		env = confinedEnv(d.opts.Env, spec.env)
+	}
+	return MountRequest{
+		Source:        rec.Source,
+		Target:        dir,
+		Flags:         flags,
+		Env:           env,
+		LogFile:       d.state.logFile(key),
+		MetricsSocket: d.state.socket(key, rec),
+	}
+}
+
+// hasFlag reports whether flags set the flag name (--name or
+// --name=value).
+func hasFlag(flags []string, name string) bool {
+	for _, f := range flags {
+		if f == name || strings.HasPrefix(f, name+"=") {
+			return true
+		}
+	}
+	return false
+}
+
+// scrubError takes every secret value out of a mount's error.
+func scrubError(err error, values []string) error {
+	var me *MountError
+	if errors.As(err, &me) {
+		return &MountError{Msg: scrub(me.Msg, values)}
+	}
+	return err
+}
+
+// rotate applies the secrets of a republish that differ from those the
+// running mount at rec.Target was made with (kubelet's periodic
+// republish, requiresRepublish, brings rotated secrets and refreshed
+// tokens). The volume is mounted with the new secrets beside the running
+// mount first, in the volume's folder: secrets the store refuses fail the
+// republish and leave the running mount as it is. Then the running mount
+// is unmounted (lazily when files in it are open) and the new one is
+// moved into its place, a bind mount, so what serves the target is the
+// mount that was just checked.
+func (d *Driver) rotate(ctx context.Context, key string, old, rec record, spec volumeSpec) error {
+	trial := d.state.trial(key)
+	if err := unmountAll(trial); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(trial, 0o700); err != nil {
+		return fmt.Errorf("state folder: %w", err)
+	}
+	rec.SecretsSalt = old.SecretsSalt
+	if err := rec.setSecrets(spec.env); err != nil {
+		return err
+	}
+	id := make([]byte, 6)
+	rand.Read(id)
+	rec.Socket = "metrics-" + hex.EncodeToString(id) + ".sock"
+	if err := d.opts.Mounter.Mount(ctx, d.mountRequest(key, rec, trial, spec)); err != nil {
+		unmountAll(trial)
+		os.Remove(d.state.socket(key, rec))
+		return fmt.Errorf("the volume's new secrets: %w (it stays mounted with the secrets it had)", scrubError(err, spec.values))
+	}
+	if err := unmountAll(rec.Target); err != nil {
+		unmountAll(trial)
+		return err
+	}
+	if err := syscall.Mount(trial, rec.Target, "", syscall.MS_BIND, ""); err != nil {
+		// The next publish, which finds nothing mounted, mounts the
+		// volume again.
+		unmountAll(trial)
+		return fmt.Errorf("moving the mount with the new secrets to %s: %w", rec.Target, err)
+	}
+	if err := unmountAll(trial); err != nil {
+		d.log.Warn("unmounting the new mount's first place", "volume", rec.VolumeID, "err", err)
+	}
+	if err := d.state.save(rec); err != nil {
+		return err
+	}
+	d.log.Info("mounted again with the republish's new secrets", "volume", rec.VolumeID, "target", rec.Target)
 	return nil
 }
 
@@ -167,6 +274,9 @@ func (d *Driver) unpublish(target, id string) error {
 	key := volumeKey(id, target)
 	defer d.locks.lock(key)()
 	if err := unmountAll(target); err != nil {
+		return err
+	}
+	if err := unmountAll(d.state.trial(key)); err != nil { // a rotation's, if a plugin was killed in it
 		return err
 	}
 	if err := removeTarget(target); err != nil {
@@ -219,6 +329,11 @@ func (d *Driver) Adopt(ctx context.Context, timeout time.Duration) error {
 func (d *Driver) adopt(ctx context.Context, key string, rec record) {
 	defer d.locks.lock(key)()
 	log := d.log.With("volume", rec.VolumeID, "target", rec.Target)
+	// A rotation's new mount, not yet moved to the target when the
+	// previous plugin was killed: the next republish rotates again.
+	if err := unmountAll(d.state.trial(key)); err != nil {
+		log.Error("unmounting an unfinished rotation's mount", "err", err)
+	}
 	st := stateOf(rec.Target)
 	switch st {
 	case mounted:

@@ -34,7 +34,10 @@ its target path with a mount daemon of its own ("nczarrfs mount --daemon"),
 which outlives the plugin; a restarted plugin adopts the mounts it finds in
 --state-dir and /proc/self/mountinfo. Volume attributes: ` + strings.Join(csi.Attributes(), ", ") + `.
 Credentials come from the volume's publish secrets (AWS_*, AZURE_STORAGE_*) and
-reach the daemon through its environment. See docs/cluster.md.
+reach the daemon through its environment. Inline (ephemeral) volumes, which
+every pod author can write, read remote stores only, with their secrets or
+anonymously, never the plugin's credentials, and without cacheDir or the
+options of the node; --trust-inline-volumes lifts that. See docs/cluster.md.
 
 SIGINT or SIGTERM stop the plugin; its volumes stay mounted.
 
@@ -48,6 +51,9 @@ Examples:
 			&cli.StringFlag{Name: "metrics-addr", Usage: "serve every volume's metrics, labelled by volume_id, on http://HOST:PORT/metrics, and /healthz for the liveness probe"},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log format: text or json"},
 			&cli.BoolFlag{Name: "debug", Usage: "log debug messages and every call"},
+			&cli.BoolFlag{Name: "trust-inline-volumes", Usage: "let inline (ephemeral) volumes do what PersistentVolumes do: node paths, cacheDir, every mount option and secret, the plugin's own credentials; only for clusters that trust every pod author"},
+			&cli.StringFlag{Name: "cache-dir", Usage: "the node-wide cache: --cache-dir of every volume that names none of its own (a folder of the node; shared by the volumes)"},
+			&cli.StringFlag{Name: "cache-dir-size", Usage: "--cache-dir-size of the node-wide cache", DefaultText: "10GiB"},
 		},
 		Action: runCSI,
 	}
@@ -77,14 +83,29 @@ func runCSI(c *cli.Context) error {
 		}
 		defer metricsLn.Close()
 	}
+	var cacheFlags []string
+	if dir := c.String("cache-dir"); dir != "" {
+		cacheFlags = append(cacheFlags, "--cache-dir="+dir)
+		if size := c.String("cache-dir-size"); size != "" {
+			cacheFlags = append(cacheFlags, "--cache-dir-size="+size)
+		}
+		if err := checkMountArgs(append(cacheFlags, "--", "s3://bucket/key", "/")); err != nil {
+			return err
+		}
+	} else if c.IsSet("cache-dir-size") {
+		return errors.New("--cache-dir-size needs --cache-dir")
+	}
 	driver, err := csi.New(csi.Options{
-		NodeID:      c.String("node-id"),
-		Version:     versionString(),
-		StateDir:    c.String("state-dir"),
-		Mounter:     csi.DaemonMounter{Exe: exe},
-		OptionFlags: mountOptionFlags,
-		Check:       checkMountArgs,
-		Logger:      logs.logger,
+		NodeID:       c.String("node-id"),
+		Version:      versionString(),
+		StateDir:     c.String("state-dir"),
+		Mounter:      csi.DaemonMounter{Exe: exe},
+		OptionFlags:  mountOptionFlags,
+		Check:        checkMountArgs,
+		Logger:       logs.logger,
+		TrustInline:  c.Bool("trust-inline-volumes"),
+		CacheDir:     c.String("cache-dir"),
+		CacheDirSize: c.String("cache-dir-size"),
 	})
 	if err != nil {
 		return err
