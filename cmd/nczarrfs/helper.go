@@ -145,6 +145,9 @@ var optionFlags = map[string]struct {
 	"tag":             {"tag", true},
 	"snapshot":        {"snapshot", true},
 	"virtual_chunks":  {"virtual-chunks", true},
+	// Kerchunk reference sets (docs/stores.md).
+	"references_endpoint":    {"references-endpoint", true},
+	"allow_local_references": {"allow-local-references", false},
 
 	// The bounds on the objects read (docs/codecs.md).
 	"max_object_size":   {"max-object-size", true},

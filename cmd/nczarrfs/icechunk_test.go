@@ -35,7 +35,7 @@ func TestIcechunkOptions(t *testing.T) {
 		{args: []string{"--snapshot", "1cechnkrep0f1rstcmt0"}, err: "--snapshot"},
 		{args: []string{"--virtual-chunks", "s3://a/", "--virtual-chunks", "s3://b=http://h:9000"}, virtual: []string{"s3://a/", "s3://b"}},
 		{args: []string{"--virtual-chunks", "bucket"}, err: "URL prefix"},
-		{args: []string{"--virtual-chunks", "s3://b=ftp://h"}, err: "not an http(s) URL"},
+		{args: []string{"--virtual-chunks", "s3://b=ftp://h"}, err: "is not an http(s)://host URL"},
 	} {
 		fs := flag.NewFlagSet("t", flag.ContinueOnError)
 		for _, f := range icechunkFlags() {
