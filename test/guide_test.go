@@ -267,6 +267,19 @@ func TestGuide(t *testing.T) {
 	srv.PutTree(t, "data", "sample", tree)
 	t.Setenv("AWS_ENDPOINT_URL", srv.Endpoint)
 	t.Cleanup(func() { unmountUnder(t, work) })
+	// The Icechunk section's repository: a copy of icechunk's own test
+	// repository. The kerchunk section's: a netCDF-4 file in the bucket
+	// as s3://data/model.nc and its references as model.json.
+	if err := os.CopyFS(filepath.Join(work, "repo.icechunk"), os.DirFS(icechunkFixture(t, "test-repo-v2"))); err != nil {
+		t.Fatal(err)
+	}
+	kf := kerchunkFixture(t)
+	orig, err := os.ReadFile(filepath.Join(kf.dir, "orig.nc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Put(t, "data", map[string][]byte{"model.nc": orig})
+	writeFile(t, filepath.Join(work, "model.json"), kf.refs(t, "v1.json", `"ORIGNC"`, `"s3://data/model.nc"`))
 
 	// One bash runs every command, each with its output in a file of its
 	// own and its exit status after it.
