@@ -278,7 +278,7 @@ func FuzzHeader(f *testing.F) {
 }
 
 // TestLayout checks the begins of a fixed model: the first variable
-// DataGap past the header, every fixed-size variable and the records on BlockAlign,
+// DataGap past the header, every fixed-size variable and the records on the block,
 // record variables one after the other in a record, and one record
 // variable's records unpadded.
 func TestLayout(t *testing.T) {
@@ -300,9 +300,13 @@ func TestLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hb := roundUp(int64(len(f.Header()))+MaxBlock, BlockAlign)
-	want := []int64{hb, hb + BlockAlign, 0, hb + BlockAlign + 16384, hb + 2*BlockAlign + 16384, 0}
-	rec := roundUp(hb+2*BlockAlign+16384+4, BlockAlign)
+	const blk = MinBlock
+	if f.BlockSize() != blk {
+		t.Fatalf("block %d, want %d", f.BlockSize(), blk)
+	}
+	hb := roundUp(int64(len(f.Header()))+MaxBlock, blk)
+	want := []int64{hb, hb + blk, 0, hb + blk + 16384, hb + 2*blk + 16384, 0}
+	rec := roundUp(hb+2*blk+16384+4, blk)
 	want[2], want[5] = rec, rec+8
 	for i, w := range want {
 		if got := f.Begin(i); got != w {
@@ -316,7 +320,7 @@ func TestLayout(t *testing.T) {
 	if f, err = New(h); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := f.Size(), roundUp(int64(len(f.Header()))+MaxBlock, BlockAlign)+BlockAlign+16384+3*5; got != want {
+	if got, want := f.Size(), roundUp(int64(len(f.Header()))+MaxBlock, blk)+blk+16384+3*5; got != want {
 		t.Errorf("one record variable: size %d, want %d", got, want)
 	}
 }
