@@ -93,6 +93,18 @@ func Escape(name string) (string, bool) {
 	if s != name && CheckName(s) == nil && !strings.Contains(s, "_") {
 		return s, true
 	}
+	out := escape(s, false)
+	if !norm.NFC.IsNormalString(out) {
+		// A combining mark after an escape's hex digits: escape every
+		// non-ASCII byte too.
+		out = escape(s, true)
+	}
+	return out, true
+}
+
+// escape escapes the bytes of s that make it illegal, and every '_';
+// every non-ASCII byte too when all.
+func escape(s string, all bool) string {
 	var b strings.Builder
 	esc := func(c byte) { fmt.Fprintf(&b, "_%02X", c) }
 	for i := 0; i < len(s); {
@@ -103,7 +115,8 @@ func Escape(name string) (string, bool) {
 			i == 0 && (!firstOK(c) || keywords[s]),
 			c < 0x80 && badByte(c),
 			i == len(s)-1 && isSpace(c),
-			r == utf8.RuneError && size <= 1:
+			r == utf8.RuneError && size <= 1,
+			all && c >= 0x80:
 			esc(c)
 			i++
 		default:
@@ -111,7 +124,7 @@ func Escape(name string) (string, bool) {
 			i += size
 		}
 	}
-	return b.String(), true
+	return b.String()
 }
 
 // Unescape reverses Escape on a name it changed: every "_XX" becomes the
