@@ -18,7 +18,7 @@ const MaxName = 256
 // legal name to write as is. A legal name is non-empty UTF-8 in NFC of
 // at most MaxName bytes whose first character is an ASCII letter, digit
 // or '_' or a multi-byte character, with no '/', no control character
-// or DEL, and no trailing ASCII space.
+// or DEL, and no trailing ASCII space; nor '%' or '?' (badByte).
 func CheckName(name string) error {
 	switch {
 	case name == "":
@@ -52,8 +52,9 @@ func firstOK(c byte) bool {
 }
 
 // badByte reports the ASCII bytes no name holds: '/', control
-// characters and DEL.
-func badByte(c byte) bool { return c == '/' || c < 0x20 || c == 0x7f }
+// characters and DEL, which netCDF forbids, and '%' and '?', which
+// ncdump writes into CDL as they are and ncgen 4.9 cannot read back.
+func badByte(c byte) bool { return c == '/' || c == '%' || c == '?' || c < 0x20 || c == 0x7f }
 
 func isSpace(c byte) bool { return c == ' ' || ('\t' <= c && c <= '\r') }
 

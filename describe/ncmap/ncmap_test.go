@@ -136,7 +136,7 @@ func TestCheckName(t *testing.T) {
 	}{
 		{"temp", true}, {"_x", true}, {"1abc", true}, {"é", true}, {"a b", true}, {"a-b", true},
 		{"", false}, {"-lead", false}, {"tab\tname", false}, {"units ", false}, {"a/b", false},
-		{"del\x7f", false}, {"\xff", false}, {"e\u0301", false}, // not NFC
+		{"del\x7f", false}, {"x%y", false}, {"a?b", false}, {"\xff", false}, {"e\u0301", false}, // not NFC
 		{"int", false}, {"NaN", false}, {"netcdf", false}, {strings.Repeat("a", 257), false},
 		{strings.Repeat("a", 256), true}, {" lead", false},
 	} {
