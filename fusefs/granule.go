@@ -30,17 +30,36 @@ type extents interface {
 	Size() int64
 }
 
-// granuleReader reads a classic file a granule at a time, keeping the
-// last granules read, so that the kernel's smaller reads of one granule
-// read its variable's bytes once. It is safe for concurrent use.
+// granuleReader reads a classic file a granule at a time. A read that
+// covers its granules exactly reads into the caller's buffer; a smaller
+// one reads its granule into a buffer kept among the last few, so that
+// the kernel's smaller reads of one granule (concurrent ones included)
+// decode it once. Reads of different granules run concurrently. It is
+// safe for concurrent use.
 type granuleReader struct {
 	f extents
 	r interface {
 		ReadAt(ctx context.Context, p []byte, off int64) (int, error)
 	}
-	mu     sync.Mutex
-	lo, hi int64  // GUARDED_BY(mu): the bytes buf holds, [lo, hi)
-	buf    []byte // GUARDED_BY(mu)
+	mu   sync.Mutex
+	kept []*granule // GUARDED_BY(mu): the last granules read, oldest first
+}
+
+// keptGranules is how many granules a reader keeps: enough for the
+// kernel's read-ahead in flight around a sequential read.
+const keptGranules = 4
+
+// granule is the bytes [lo, hi) of the file, read once: done is closed
+// when buf or err is set.
+type granule struct {
+	lo, hi int64
+	done   chan struct{}
+	buf    []byte // set under granuleReader.mu before done is closed
+	err    error
+	// GUARDED_BY(granuleReader.mu): the reads holding it, and whether
+	// the reader no longer keeps it.
+	refs    int
+	dropped bool
 }
 
 func newGranuleReader(f *netcdf3.File) *granuleReader {
@@ -67,26 +86,115 @@ func (g *granuleReader) ReadAt(ctx context.Context, p []byte, off int64) error {
 	if off < 0 || end > g.f.Size() {
 		return fmt.Errorf("read [%d, %d) of a file of %d bytes", off, end, g.f.Size())
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if off >= g.lo && end <= g.hi {
-		copy(p, g.buf[off-g.lo:])
+	lo, hi := g.span(off, end)
+	switch {
+	case lo == off && hi == end:
+		return g.read(ctx, p, off)
+	case hi-lo > granuleSize:
+		// Across granules: read them all, keep none.
+		buf := make([]byte, hi-lo)
+		if err := g.read(ctx, buf, lo); err != nil {
+			return err
+		}
+		copy(p, buf[off-lo:])
 		return nil
 	}
-	lo, hi := g.span(off, end)
-	if cap(g.buf) < int(hi-lo) {
-		g.buf = make([]byte, hi-lo)
+	gr, load := g.granule(lo, hi)
+	defer g.unref(gr)
+	if load {
+		buf := granuleBuf(hi - lo)
+		err := g.read(ctx, buf, lo)
+		g.mu.Lock()
+		if gr.err = err; err == nil {
+			gr.buf = buf
+		} else {
+			granulePool.Put(&buf)
+			g.drop(gr) // a later read tries again
+		}
+		g.mu.Unlock()
+		close(gr.done)
+	} else {
+		select {
+		case <-gr.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	buf := g.buf[:hi-lo]
-	g.lo, g.hi = 0, 0
-	n, err := g.r.ReadAt(ctx, buf, lo)
-	if n < len(buf) {
+	// gr.buf and gr.err are set before done is closed, and this read's
+	// reference keeps buf out of the pool.
+	if gr.err != nil {
+		return gr.err
+	}
+	copy(p, gr.buf[off-lo:])
+	return nil
+}
+
+// granule returns the kept granule [lo, hi), or a new one to load (load
+// is true), kept in place of the oldest; the caller holds a reference
+// to it until unref.
+func (g *granuleReader) granule(lo, hi int64) (gr *granule, load bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, k := range g.kept {
+		if k.lo == lo && k.hi == hi {
+			k.refs++
+			return k, false
+		}
+	}
+	gr = &granule{lo: lo, hi: hi, done: make(chan struct{}), refs: 1}
+	if len(g.kept) >= keptGranules {
+		g.drop(g.kept[0])
+	}
+	g.kept = append(g.kept, gr)
+	return gr, true
+}
+
+// granulePool holds granule buffers (of granuleSize), so that reading a
+// large file allocates and zeroes a few, not one a granule.
+var granulePool = sync.Pool{New: func() any { b := make([]byte, granuleSize); return &b }}
+
+// granuleBuf returns a buffer of n <= granuleSize bytes.
+func granuleBuf(n int64) []byte { return (*granulePool.Get().(*[]byte))[:n] }
+
+// drop stops keeping gr; its buffer goes back to the pool once no read
+// holds it. Called with g.mu held.
+func (g *granuleReader) drop(gr *granule) {
+	for i, k := range g.kept {
+		if k == gr {
+			g.kept = append(g.kept[:i], g.kept[i+1:]...)
+			break
+		}
+	}
+	gr.dropped = true
+	g.recycle(gr)
+}
+
+// unref ends a read's hold on gr.
+func (g *granuleReader) unref(gr *granule) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	gr.refs--
+	g.recycle(gr)
+}
+
+// recycle puts the buffer of a dropped granule that no read holds back
+// in the pool. Called with g.mu held.
+func (g *granuleReader) recycle(gr *granule) {
+	if gr.dropped && gr.refs == 0 && gr.buf != nil {
+		b := gr.buf[:cap(gr.buf)]
+		gr.buf = nil
+		granulePool.Put(&b)
+	}
+}
+
+// read reads [off, off+len(p)) whole.
+func (g *granuleReader) read(ctx context.Context, p []byte, off int64) error {
+	n, err := g.r.ReadAt(ctx, p, off)
+	if n < len(p) {
 		if err == nil || errors.Is(err, io.EOF) {
-			err = fmt.Errorf("%w: %d bytes at %d", errShortRead, n, lo)
+			err = fmt.Errorf("%w: %d bytes at %d", errShortRead, n, off)
 		}
 		return err
 	}
-	g.lo, g.hi = lo, hi
-	copy(p, buf[off-lo:])
 	return nil
 }

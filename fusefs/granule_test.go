@@ -1,8 +1,10 @@
 package fusefs
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/nczarrfs/nczarrfs/describe/netcdf3"
@@ -90,4 +92,65 @@ func TestGranuleReads(t *testing.T) {
 	if a%blk != 0 || b%blk != 0 || b < a+n {
 		t.Errorf("begins %d, %d not on the block %d", a, b, blk)
 	}
+}
+
+// TestGranuleReadsConcurrent: concurrent reads of one reader, of sizes
+// the kernel sends, all return the file's bytes while granules are
+// loaded, shared, dropped and their buffers reused.
+func TestGranuleReadsConcurrent(t *testing.T) {
+	const n = 3<<20 + 12345
+	h := &netcdf3.Header{Format: netcdf3.CDF2, RecDim: -1, DataGap: 1 << 20,
+		Dims: []netcdf3.Dim{{Name: "x", Len: n}},
+		Vars: []netcdf3.Var{{Name: "a", Type: netcdf3.Byte, Dims: []int{0}, Open: func() netcdf3.ReaderAt { return ramp{} }}}}
+	f, err := netcdf3.New(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([]byte, f.Size())
+	if _, err := f.NewReader().ReadAt(context.Background(), want, 0); err != nil {
+		t.Fatal(err)
+	}
+	g := newGranuleReader(f)
+	errs := make(chan error, 8)
+	for w := 0; w < 8; w++ {
+		go func(w int) {
+			for i := 0; i < 20; i++ {
+				size := int64([]int{4096, 131072, 262144, 1 << 20, 100}[(w+i)%5])
+				off := (int64(i*7919+w*104729) * 4096) % (f.Size() - size)
+				p := make([]byte, size)
+				if err := g.ReadAt(context.Background(), p, off); err != nil {
+					errs <- err
+					return
+				}
+				if !bytes.Equal(p, want[off:off+size]) {
+					errs <- fmt.Errorf("read of %d at %d: wrong bytes", size, off)
+					return
+				}
+			}
+			errs <- nil
+		}(w)
+	}
+	for w := 0; w < 8; w++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// ramp is a variable whose byte i is i mod 251.
+type ramp struct{}
+
+var rampBytes = func() []byte {
+	b := make([]byte, 251*2)
+	for i := range b {
+		b[i] = byte(i % 251)
+	}
+	return b
+}()
+
+func (ramp) ReadAt(_ context.Context, p []byte, off int64) (int, error) {
+	for i := 0; i < len(p); i += 251 {
+		copy(p[i:], rampBytes[(off+int64(i))%251:][:251])
+	}
+	return len(p), nil
 }

@@ -2,6 +2,7 @@ package netcdf3
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -384,20 +385,22 @@ func (r *Reader) readVar(ctx context.Context, i int, dst []byte, at int64) error
 	return nil
 }
 
-// swap reverses the bytes of each unit-byte value of b.
+// swap reverses the bytes of each unit-byte value of b: a load and a
+// store in the other byte order, which the compiler makes one byte-swap
+// instruction.
 func swap(b []byte, unit int) {
 	switch unit {
 	case 2:
 		for i := 0; i+1 < len(b); i += 2 {
-			b[i], b[i+1] = b[i+1], b[i]
+			binary.BigEndian.PutUint16(b[i:], binary.LittleEndian.Uint16(b[i:]))
 		}
 	case 4:
 		for i := 0; i+3 < len(b); i += 4 {
-			b[i], b[i+1], b[i+2], b[i+3] = b[i+3], b[i+2], b[i+1], b[i]
+			binary.BigEndian.PutUint32(b[i:], binary.LittleEndian.Uint32(b[i:]))
 		}
 	case 8:
 		for i := 0; i+7 < len(b); i += 8 {
-			b[i], b[i+1], b[i+2], b[i+3], b[i+4], b[i+5], b[i+6], b[i+7] = b[i+7], b[i+6], b[i+5], b[i+4], b[i+3], b[i+2], b[i+1], b[i]
+			binary.BigEndian.PutUint64(b[i:], binary.LittleEndian.Uint64(b[i:]))
 		}
 	}
 }
