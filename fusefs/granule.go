@@ -87,18 +87,28 @@ func (g *granuleReader) ReadAt(ctx context.Context, p []byte, off int64) error {
 		return fmt.Errorf("read [%d, %d) of a file of %d bytes", off, end, g.f.Size())
 	}
 	lo, hi := g.span(off, end)
-	switch {
-	case lo == off && hi == end:
+	if lo == off && hi == end && hi-lo <= granuleSize {
+		// One whole granule: read it in place.
 		return g.read(ctx, p, off)
-	case hi-lo > granuleSize:
-		// Across granules: read them all, keep none.
-		buf := make([]byte, hi-lo)
-		if err := g.read(ctx, buf, lo); err != nil {
+	}
+	// Granule by granule, each through the kept ones: the kernel's reads
+	// are not aligned to granules, and each granule is read once.
+	for glo := lo; glo < hi; {
+		ghi := min((glo/granuleSize+1)*granuleSize, hi)
+		if _, e := g.f.Extent(glo); e < ghi {
+			ghi = e
+		}
+		if err := g.copyFrom(ctx, p, off, glo, ghi); err != nil {
 			return err
 		}
-		copy(p, buf[off-lo:])
-		return nil
+		glo = ghi
 	}
+	return nil
+}
+
+// copyFrom copies into p (the bytes at off) what it shares with the
+// granule [lo, hi), reading the granule first unless it is kept.
+func (g *granuleReader) copyFrom(ctx context.Context, p []byte, off, lo, hi int64) error {
 	gr, load := g.granule(lo, hi)
 	defer g.unref(gr)
 	if load {
@@ -125,7 +135,11 @@ func (g *granuleReader) ReadAt(ctx context.Context, p []byte, off int64) error {
 	if gr.err != nil {
 		return gr.err
 	}
-	copy(p, gr.buf[off-lo:])
+	end := off + int64(len(p))
+	from, to := max(lo, off), min(hi, end)
+	if from < to {
+		copy(p[from-off:to-off], gr.buf[from-lo:to-lo])
+	}
 	return nil
 }
 
