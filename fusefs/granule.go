@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fs"
 
 	"github.com/nczarrfs/nczarrfs/describe/netcdf3"
 )
@@ -211,4 +214,18 @@ func (g *granuleReader) read(ctx context.Context, p []byte, off int64) error {
 		return err
 	}
 	return nil
+}
+
+var _ fs.FileReleaser = (*classicHandle)(nil)
+
+// Release returns the granules the handle kept to the pool when the
+// file is closed, so that an open file holds at most keptGranules
+// granules, and a closed one none.
+func (h *classicHandle) Release(ctx context.Context) syscall.Errno {
+	h.g.mu.Lock()
+	defer h.g.mu.Unlock()
+	for len(h.g.kept) > 0 {
+		h.g.drop(h.g.kept[0])
+	}
+	return 0
 }

@@ -154,3 +154,32 @@ func (ramp) ReadAt(_ context.Context, p []byte, off int64) (int, error) {
 	}
 	return len(p), nil
 }
+
+// TestGranuleRelease: closing a handle drops its granules, and a read
+// after it still reads.
+func TestGranuleRelease(t *testing.T) {
+	h := &netcdf3.Header{Format: netcdf3.CDF2, RecDim: -1, DataGap: 1 << 20,
+		Dims: []netcdf3.Dim{{Name: "x", Len: 3 << 20}},
+		Vars: []netcdf3.Var{{Name: "a", Type: netcdf3.Byte, Dims: []int{0}, Open: func() netcdf3.ReaderAt { return ramp{} }}}}
+	f, err := netcdf3.New(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hd := &classicHandle{g: newGranuleReader(f)}
+	p := make([]byte, 4096)
+	for off := f.Begin(0); off < f.Begin(0)+3<<20; off += 1 << 20 {
+		if err := hd.g.ReadAt(context.Background(), p, off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(hd.g.kept) == 0 {
+		t.Fatal("no granule kept")
+	}
+	hd.Release(context.Background())
+	if len(hd.g.kept) != 0 {
+		t.Fatalf("%d granules kept after Release", len(hd.g.kept))
+	}
+	if err := hd.g.ReadAt(context.Background(), p, f.Begin(0)+100); err != nil || p[0] != byte(100%251) {
+		t.Fatalf("read after Release: %v, %d", err, p[0])
+	}
+}
