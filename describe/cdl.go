@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nczarrfs/nczarrfs/describe/ncmap"
 	"github.com/nczarrfs/nczarrfs/nczarr"
 )
 
@@ -170,11 +171,16 @@ func (w *cdlWriter) variable(ctx context.Context, path, ind string) error {
 }
 
 // attr writes one attribute line; varType is the variable's type, which
-// its _FillValue takes.
+// its _FillValue takes. Other attributes are typed by ncmap.AttrType,
+// in netCDF-4's types (header.cdl shows the dataset, not dataset.nc).
 func (w *cdlWriter) attr(ind, varName string, a nczarr.Attr, varType string) {
-	typ := a.Type
-	if a.Name == "_FillValue" && varType != "" {
-		typ = varType
+	typ := varType
+	if a.Name != ncmap.FillAttr || varType == "" {
+		var why string
+		if typ, why = ncmap.AttrType(a, true); why != "" {
+			fmt.Fprintf(&w.b, "%s\t\t// %s:%s: %s\n", ind, varName, a.Name, why)
+			return
+		}
 	}
 	prefix := ""
 	if typ == "string" {
@@ -201,7 +207,7 @@ func FormatAttr(typ string, raw json.RawMessage) string {
 		if s, ok := v.(string); ok && typ == "char" {
 			return quoteCDL(s)
 		}
-		return quoteCDL(unparse(raw))
+		return quoteCDL(ncmap.JSONText(raw))
 	case "string":
 		list, ok := v.([]any)
 		if !ok {
@@ -342,67 +348,6 @@ func quoteCDL(s string) string {
 		}
 	}
 	b.WriteByte('"')
-	return b.String()
-}
-
-// unparse writes a JSON value back as netcdf-c does: members as
-// `"k": v` joined by ", ", list elements joined by "," without space,
-// numbers as written.
-func unparse(raw json.RawMessage) string {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var b strings.Builder
-	var walk func() error
-	walk = func() error {
-		tok, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		switch t := tok.(type) {
-		case json.Delim:
-			if t == '{' {
-				b.WriteByte('{')
-				for n := 0; dec.More(); n++ {
-					if n > 0 {
-						b.WriteString(", ")
-					}
-					k, err := dec.Token()
-					if err != nil {
-						return err
-					}
-					b.WriteString(jsonText(k))
-					b.WriteString(": ")
-					if err := walk(); err != nil {
-						return err
-					}
-				}
-				b.WriteByte('}')
-			} else {
-				b.WriteByte('[')
-				for n := 0; dec.More(); n++ {
-					if n > 0 {
-						b.WriteByte(',')
-					}
-					if err := walk(); err != nil {
-						return err
-					}
-				}
-				b.WriteByte(']')
-			}
-			_, err := dec.Token() // the closing delimiter
-			return err
-		case json.Number:
-			b.WriteString(t.String())
-		case nil:
-			b.WriteString("null")
-		default:
-			b.WriteString(jsonText(t))
-		}
-		return nil
-	}
-	if err := walk(); err != nil {
-		return string(raw)
-	}
 	return b.String()
 }
 

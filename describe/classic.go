@@ -1,24 +1,21 @@
 package describe
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
-	"encoding/json"
 	"fmt"
-	"math"
-	"math/big"
 	"strconv"
 	"strings"
 
+	"github.com/nczarrfs/nczarrfs/describe/ncmap"
 	"github.com/nczarrfs/nczarrfs/describe/netcdf3"
 	"github.com/nczarrfs/nczarrfs/nczarr"
 	"github.com/nczarrfs/nczarrfs/zmap"
 )
 
 // OmittedAttr is the global attribute of a classic file that names, one
-// per line, what the file leaves out and why.
-const OmittedAttr = "nczarrfs_omitted"
+// per line, what the file leaves out and why (ncmap.OmittedName: another
+// name when a user attribute has this one).
+const OmittedAttr = ncmap.OmittedAttr
 
 // Classic is a group as a netCDF classic file (dataset.nc).
 type Classic struct {
@@ -29,11 +26,13 @@ type Classic struct {
 	Omitted []string
 	// Why5 is why the file is CDF-5, "" when it is CDF-2.
 	Why5 string
-	// BlockSize is the st_blksize to serve it with (netcdf3.BlockSize).
+	// BlockSize is the st_blksize to serve it with: the block every
+	// variable begins on (netcdf3.BlockSize).
 	BlockSize int64
 
 	group   string
 	omitted map[string]string // variable name -> why it is left out
+	names   map[string]string // array name -> variable name, when escaped
 }
 
 // ClassicVar is what an array's info.json says of its place in its
@@ -44,25 +43,34 @@ type ClassicVar struct {
 	// names them.
 	Format  string `json:"format"`
 	Omitted string `json:"omitted,omitempty"` // why the array is not a variable of it
+	// Name is the variable's name when netCDF's rules changed the
+	// array's (ncmap.Escape).
+	Name string `json:"name,omitempty"`
 }
 
 // Var says where the array name of the group is in the file.
 func (c *Classic) Var(name string) *ClassicVar {
-	return &ClassicVar{File: "/" + ClassicPath(c.group), Format: c.Format().String(), Omitted: c.omitted[name]}
+	return &ClassicVar{File: "/" + ClassicPath(c.group), Format: c.Format().String(), Omitted: c.omitted[name], Name: c.names[name]}
 }
 
+// readAhead is the most the kernel reads ahead of a read of the mount
+// (its max_readahead).
+const readAhead = 1 << 20
+
 // NewClassic maps the group at path to a netCDF classic file, from the
-// metadata alone. The group's dimensions (and those of enclosing groups
-// its arrays use), or for pure Zarr the arrays' named or anonymous
-// dimensions, become the file's; its attributes the global ones; every
-// array a variable, with its attributes, unless its type has no classic
-// equivalent (see docs/tree.md). The file is CDF-2 unless it needs CDF-5.
+// metadata alone, by the rules of package ncmap. The group's dimensions
+// (and those of enclosing groups its arrays use), or for pure Zarr the
+// arrays' named or anonymous dimensions, become the file's; its
+// attributes the global ones; every array a variable, with its
+// attributes, unless its type has no classic equivalent (see
+// docs/tree.md). The file is CDF-2 unless a variable needs CDF-5.
 func NewClassic(ctx context.Context, ds *nczarr.Dataset, path string) (*Classic, error) {
 	l, err := ds.Layout(ctx, path)
 	if err != nil {
 		return nil, err
 	}
-	m := &classicMapper{ds: ds, path: path, dimIndex: map[string]int{}, varOmitted: map[string]string{}, h: &netcdf3.Header{RecDim: -1}}
+	m := &classicMapper{ds: ds, path: path, dimIndex: map[string]int{}, varOmitted: map[string]string{},
+		names: map[string]string{}, src: map[string]varSource{}, h: &netcdf3.Header{RecDim: -1}}
 	if ds.Generation != nczarr.PureZarr {
 		for _, d := range l.Dims {
 			m.addDim(d.Name, d.Dim)
@@ -74,33 +82,49 @@ func NewClassic(ctx context.Context, ds *nczarr.Dataset, path string) (*Classic,
 		}
 	}
 	m.recordDim()
+	// The variables alone decide the format: attributes are typed to it.
+	why5 := m.h.Needs5()
+	five := why5 != ""
+	m.legalNames()
+	for i := range m.h.Vars {
+		m.varAttrs(&m.h.Vars[i], five)
+	}
 	attrs, err := ds.Attrs(ctx, path)
 	if err != nil {
 		return nil, err
 	}
-	for _, a := range visible(attrs) {
-		if na, ok := m.attr("", a, ""); ok {
-			m.h.Attrs = append(m.h.Attrs, na)
-		}
-	}
+	m.h.Attrs = m.attrs("", visible(attrs), five)
 	if len(m.omitted) > 0 {
+		var names []string
+		for _, a := range m.h.Attrs {
+			names = append(names, a.Name)
+		}
 		text := strings.Join(m.omitted, "\n")
-		m.h.Attrs = append(m.h.Attrs, netcdf3.Attr{Name: OmittedAttr, Type: netcdf3.Char, Values: []byte(text)})
+		m.h.Attrs = append(m.h.Attrs, netcdf3.Attr{Name: ncmap.OmittedName(names), Type: netcdf3.Char, Values: []byte(text)})
 	}
-	c := &Classic{Omitted: m.omitted, Why5: m.h.Needs5(), BlockSize: netcdf3.BlockSize(m.h), group: path, omitted: m.varOmitted}
+	c := &Classic{Omitted: m.omitted, Why5: why5, group: path, omitted: m.varOmitted, names: m.names}
 	m.h.Format = netcdf3.CDF2
-	// The kernel's read-ahead around the header's reads (at most
-	// MaxBlock, the mount's max_readahead), and netcdf-c's block of
-	// st_blksize holding the header, read no variable: ncdump -h makes
-	// no data request, and a variable that fails never hides the header.
-	m.h.DataGap = netcdf3.MaxBlock
-	if c.Why5 != "" {
+	// The kernel's read-ahead around the header's reads, and netcdf-c's
+	// block holding the header, read no variable: ncdump -h makes no data
+	// request, and a variable that fails never hides the header.
+	m.h.DataGap = readAhead
+	if five {
 		m.h.Format = netcdf3.CDF5
 	}
 	if c.File, err = netcdf3.New(m.h); err != nil {
 		return nil, fmt.Errorf("group %q as netCDF classic: %w", "/"+path, err)
 	}
+	c.BlockSize = c.File.BlockSize()
 	return c, nil
+}
+
+// varSource is what a variable is made from: its array and attributes,
+// and for a byte-string array its string length.
+type varSource struct {
+	a      *nczarr.Array
+	attrs  []nczarr.Attr
+	strlen int
+	name   string // the array's name
 }
 
 // classicMapper builds a netcdf3.Header from a group.
@@ -114,6 +138,8 @@ type classicMapper struct {
 	omitted  []string
 	// varOmitted holds why each variable left out is.
 	varOmitted map[string]string
+	names      map[string]string    // array name -> escaped variable name
+	src        map[string]varSource // by variable name, as the array's
 }
 
 // omit records that name ("var", or "var:attr" and ":attr" for
@@ -155,7 +181,8 @@ func (m *classicMapper) scopeDim(name string) (nczarr.Dim, bool) {
 	}
 }
 
-// variable maps the array at p, or records why it is left out.
+// variable maps the array at p, but for its attributes (varAttrs), or
+// records why it is left out.
 func (m *classicMapper) variable(ctx context.Context, p string) error {
 	a := m.ds.Array(p)
 	name := baseName(p)
@@ -227,22 +254,7 @@ func (m *classicMapper) variable(ctx context.Context, p string) error {
 	if err != nil {
 		return err
 	}
-	attrs = visible(attrs)
-	if m.ds.Generation == nczarr.PureZarr && a.Meta.Fill != nil && !hasAttr(attrs, "_FillValue") {
-		// netCDF reads a Zarr fill_value as _FillValue; null means none.
-		if raw, err := json.Marshal(a.Meta.Fill); err == nil {
-			attrs = append(attrs, nczarr.Attr{Name: "_FillValue", Type: "json", Value: raw})
-		}
-	}
-	for _, at := range attrs {
-		if strlen > 0 && at.Name == "_FillValue" {
-			m.omit(name+":_FillValue", "a fill value of a string array has no netCDF classic form")
-			continue
-		}
-		if na, ok := m.attr(name, at, v.Type.String()); ok {
-			v.Attrs = append(v.Attrs, na)
-		}
-	}
+	m.src[name] = varSource{a: a, attrs: visible(attrs), strlen: strlen, name: name}
 	v.Open = func() netcdf3.ReaderAt { return a.NewReader() }
 	for _, k := range v.Dims {
 		m.used[k] = true
@@ -251,13 +263,123 @@ func (m *classicMapper) variable(ctx context.Context, p string) error {
 	return nil
 }
 
-func hasAttr(attrs []nczarr.Attr, name string) bool {
-	for _, a := range attrs {
-		if a.Name == name {
-			return true
+// legalNames escapes the names of dimensions and variables that
+// netCDF's rules forbid (ncmap.Escape). A variable whose legal name is
+// another's is left out.
+func (m *classicMapper) legalNames() {
+	for i := range m.h.Dims {
+		m.h.Dims[i].Name, _ = ncmap.Escape(m.h.Dims[i].Name)
+	}
+	taken := map[string]bool{}
+	for _, v := range m.h.Vars {
+		if ncmap.CheckName(v.Name) == nil {
+			taken[v.Name] = true
 		}
 	}
-	return false
+	var vars []netcdf3.Var
+	for _, v := range m.h.Vars {
+		esc, changed := ncmap.Escape(v.Name)
+		if !changed {
+			vars = append(vars, v)
+			continue
+		}
+		if err := ncmap.CheckName(esc); err != nil {
+			m.omit(v.Name, "its name breaks netCDF's rules (%v) even escaped", err)
+			continue
+		}
+		if taken[esc] {
+			m.omit(v.Name, "its name escaped, %s, is another variable's", esc)
+			continue
+		}
+		taken[esc] = true
+		m.names[v.Name] = esc
+		src := m.src[v.Name]
+		v.Name = esc
+		m.src[esc] = src
+		vars = append(vars, v)
+	}
+	m.h.Vars = vars
+}
+
+// varAttrs sets the attributes of variable v: its array's, typed for the
+// format, its _FillValue (ncmap.Fill), and its array's name when the
+// variable's is escaped.
+func (m *classicMapper) varAttrs(v *netcdf3.Var, five bool) {
+	src := m.src[v.Name]
+	var user []nczarr.Attr
+	var userFill *nczarr.Attr
+	fillAt := -1
+	for i, at := range src.attrs {
+		switch at.Name {
+		case ncmap.FillAttr:
+			userFill = &src.attrs[i]
+			fillAt = len(user)
+			continue
+		case ncmap.NameAttr:
+			if _, escaped := m.names[src.name]; escaped {
+				m.omit(src.name+":"+at.Name, "the attribute holds the array's name, its variable's being escaped")
+				continue
+			}
+		}
+		user = append(user, at)
+	}
+	v.Attrs = m.attrs(src.name, user, five)
+	var fill []netcdf3.Attr
+	if src.strlen > 0 {
+		if userFill != nil || (ncmap.Pure(m.ds.Generation) && src.a.Meta.Fill != nil) {
+			m.omit(src.name+":_FillValue", "a fill value of a string array has no netCDF classic form")
+		}
+	} else if f, ok, why := ncmap.Fill(m.ds.Generation, src.a, v.Type, userFill); ok {
+		fill = append(fill, f)
+	} else if why != "" {
+		m.omit(src.name+":_FillValue", "%s", why)
+	} else if userFill != nil {
+		m.omit(src.name+":_FillValue", "fill_value is null: the reader serves no fill value")
+	}
+	if len(fill) > 0 {
+		if fillAt < 0 || fillAt > len(v.Attrs) {
+			fillAt = len(v.Attrs)
+		}
+		v.Attrs = append(v.Attrs[:fillAt:fillAt], append(fill, v.Attrs[fillAt:]...)...)
+	}
+	if src.name != v.Name {
+		v.Attrs = append(v.Attrs, netcdf3.Attr{Name: ncmap.NameAttr, Type: netcdf3.Char, Values: []byte(src.name)})
+	}
+}
+
+// attrs maps the attributes of the variable varName ("" for the
+// group's) to their classic form: typed by ncmap, names escaped. Those
+// with none are recorded as omitted.
+func (m *classicMapper) attrs(varName string, as []nczarr.Attr, five bool) []netcdf3.Attr {
+	var out []netcdf3.Attr
+	taken := map[string]bool{}
+	for _, a := range as {
+		if ncmap.CheckName(a.Name) == nil {
+			taken[a.Name] = true
+		}
+	}
+	for _, a := range as {
+		who := varName + ":" + a.Name
+		na, why := ncmap.Attr(a, five)
+		if why != "" {
+			m.omit(who, "%s", why)
+			continue
+		}
+		if esc, changed := ncmap.Escape(a.Name); changed {
+			if err := ncmap.CheckName(esc); err != nil {
+				m.omit(who, "its name breaks netCDF's rules (%v) even escaped", err)
+				continue
+			}
+			if taken[esc] {
+				m.omit(who, "its name escaped, %s, is another attribute's", esc)
+				continue
+			}
+			taken[esc] = true
+			na.Name = esc
+		}
+		out = append(out, na)
+	}
+	return out
 }
 
 // recordDim makes the first unlimited dimension that is outermost in
@@ -321,123 +443,6 @@ func (m *classicMapper) recordDim() {
 		h.RecDim = renum[h.RecDim]
 	}
 	h.Dims, h.Vars = dims, vars
-}
-
-// attr maps an attribute of the variable varName ("" for the group's)
-// to its classic form; varType is the variable's type, which its
-// _FillValue takes. Attributes with no classic form are recorded as
-// omitted.
-func (m *classicMapper) attr(varName string, a nczarr.Attr, varType string) (netcdf3.Attr, bool) {
-	typ := a.Type
-	if a.Name == "_FillValue" && varType != "" {
-		typ = varType
-	}
-	who := ":" + a.Name
-	if varName != "" {
-		who = varName + ":" + a.Name
-	}
-	var v any
-	dec := json.NewDecoder(bytes.NewReader(a.Value))
-	dec.UseNumber()
-	if err := dec.Decode(&v); err != nil {
-		m.omit(who, "unreadable value")
-		return netcdf3.Attr{}, false
-	}
-	switch typ {
-	case "char", "json":
-		if s, ok := v.(string); ok && typ == "char" {
-			return netcdf3.Attr{Name: a.Name, Type: netcdf3.Char, Values: []byte(s)}, true
-		}
-		// A JSON value: its text, as netCDF shows it.
-		return netcdf3.Attr{Name: a.Name, Type: netcdf3.Char, Values: []byte(unparse(a.Value))}, true
-	case "string":
-		list, ok := v.([]any)
-		if !ok {
-			list = []any{v}
-		}
-		if len(list) != 1 {
-			m.omit(who, "a list of %d strings has no netCDF classic form", len(list))
-			return netcdf3.Attr{}, false
-		}
-		s, ok := list[0].(string)
-		if !ok {
-			s = jsonText(list[0])
-		}
-		return netcdf3.Attr{Name: a.Name, Type: netcdf3.Char, Values: []byte(s)}, true
-	}
-	t, ok := netcdf3.TypeOf(typ)
-	if !ok || t == netcdf3.Char {
-		m.omit(who, "type %s has no netCDF classic form", typ)
-		return netcdf3.Attr{}, false
-	}
-	list, isList := v.([]any)
-	if !isList {
-		list = []any{v}
-	}
-	out := netcdf3.Attr{Name: a.Name, Type: t, Values: make([]byte, 0, len(list)*t.Size())}
-	for _, e := range list {
-		b, ok := encodeValue(t, e)
-		if !ok {
-			m.omit(who, "value %s is not a number", jsonText(e))
-			return netcdf3.Attr{}, false
-		}
-		out.Values = append(out.Values, b...)
-	}
-	return out, true
-}
-
-// encodeValue is one JSON value as a big-endian value of t: integers
-// keep their low bits (netCDF's conversion), non-integers are truncated,
-// booleans are 0 and 1, and "NaN", "Infinity" and "-Infinity" are the
-// float values (0 for integer types).
-func encodeValue(t netcdf3.Type, v any) ([]byte, bool) {
-	var f float64
-	var i *big.Int
-	switch x := v.(type) {
-	case bool:
-		if x {
-			f = 1
-		}
-		i = big.NewInt(int64(f))
-	case json.Number:
-		if n, ok := new(big.Int).SetString(x.String(), 10); ok {
-			i = n
-			f, _ = strconv.ParseFloat(x.String(), 64)
-		} else {
-			var err error
-			if f, err = strconv.ParseFloat(x.String(), 64); err != nil && !math.IsInf(f, 0) {
-				return nil, false
-			}
-		}
-	case string:
-		switch x {
-		case "NaN":
-			f = math.NaN()
-		case "Infinity":
-			f = math.Inf(1)
-		case "-Infinity":
-			f = math.Inf(-1)
-		default:
-			return nil, false
-		}
-	default:
-		return nil, false
-	}
-	switch t {
-	case netcdf3.Float:
-		return binary.BigEndian.AppendUint32(nil, math.Float32bits(float32(f))), true
-	case netcdf3.Double:
-		return binary.BigEndian.AppendUint64(nil, math.Float64bits(f)), true
-	}
-	if i == nil {
-		i = big.NewInt(0)
-		if !math.IsNaN(f) && !math.IsInf(f, 0) {
-			i, _ = big.NewFloat(math.Trunc(f)).Int(nil)
-		}
-	}
-	low := new(big.Int).And(i, new(big.Int).SetUint64(math.MaxUint64)).Uint64()
-	b := binary.BigEndian.AppendUint64(nil, low)
-	return b[8-t.Size():], true
 }
 
 // ClassicName is the base name of a group's classic file.

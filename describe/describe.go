@@ -1,11 +1,15 @@
-// Package describe renders what a dataset is, without reading its data:
-// info.json for an array (made for jq), the dataset's header as
-// `ncdump -h` prints it, the NumPy .npy header that turns an array's
-// decoded bytes into a loadable .npy file, and a GDAL raw VRT over them.
+// Package describe renders what a dataset is: info.json for an array
+// (made for jq), the dataset's header as `ncdump -h` prints it
+// (header.cdl), each group as a netCDF classic file (dataset.nc, laid
+// out by describe/netcdf3, its values read from the arrays), the NumPy
+// .npy header that turns an array's decoded bytes into a loadable .npy
+// file, and a GDAL raw VRT over them. How Zarr maps to netCDF (types,
+// attributes, fills, names) is stated once, in describe/ncmap, which
+// header.cdl, dataset.nc and info.json share.
 //
 // It depends only on package nczarr: the FUSE tree (fusefs) serves these
-// as synthesized files, and the nczarrfs info, header and cat commands
-// print them without a mount.
+// as synthesized files, and the nczarrfs info, header, cat and export
+// commands make them without a mount.
 package describe
 
 import (

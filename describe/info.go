@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/nczarrfs/nczarrfs/describe/ncmap"
 	"github.com/nczarrfs/nczarrfs/nczarr"
 	"github.com/nczarrfs/nczarrfs/nczarr/codec"
 )
@@ -50,7 +51,9 @@ type Codec struct {
 }
 
 // Attributes are typed attributes in stored order; they marshal as one
-// JSON object {"name": {"type": "short", "value": ...}, ...}.
+// JSON object {"name": {"type": "short", "value": ...}, ...}, each type
+// as header.cdl shows it (ncmap.AttrType: "" for an attribute netCDF
+// cannot hold).
 type Attributes []nczarr.Attr
 
 // MarshalJSON writes the attributes in order.
@@ -63,7 +66,8 @@ func (as Attributes) MarshalJSON() ([]byte, error) {
 		}
 		b.Write(jsonString(a.Name))
 		b.WriteString(`:{"type":`)
-		b.Write(jsonString(a.Type))
+		typ, _ := ncmap.AttrType(a, true)
+		b.Write(jsonString(typ))
 		if a.DType != "" {
 			b.WriteString(`,"dtype":`)
 			b.Write(jsonString(a.DType))

@@ -2,9 +2,6 @@ package fusefs
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -13,7 +10,6 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/nczarrfs/nczarrfs/describe"
-	"github.com/nczarrfs/nczarrfs/describe/netcdf3"
 )
 
 // ClassicName, in every group, is the group as a netCDF classic file
@@ -151,10 +147,11 @@ func (f *classicFile) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.A
 }
 
 // classicHandle is an open classic file: its own reader, so each
-// variable's read-ahead follows this file's reads.
+// variable's read-ahead follows this file's reads, reading whole
+// granules (granuleReader).
 type classicHandle struct {
 	c *describe.Classic
-	r *netcdf3.Reader
+	g *granuleReader
 }
 
 func (f *classicFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
@@ -181,7 +178,7 @@ func (f *classicFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, ui
 	if unsized {
 		f.t.sizeKnown(&f.Inode, classicPath(f.key))
 	}
-	return &classicHandle{c: c, r: c.NewReader()}, fuseFlags, 0
+	return &classicHandle{c: c, g: newGranuleReader(c.File)}, fuseFlags, 0
 }
 
 func (f *classicFile) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
@@ -193,19 +190,16 @@ func (f *classicFile) Read(ctx context.Context, fh fs.FileHandle, dest []byte, o
 		if err != nil {
 			return nil, f.t.rep.errno("read "+ClassicName, classicPath(f.key), err)
 		}
-		h = &classicHandle{c: c, r: c.NewReader()}
+		h = &classicHandle{c: c, g: newGranuleReader(c.File)}
 	}
 	size := h.c.Size()
 	dest = clamp(dest, off, size)
 	if len(dest) == 0 {
 		return fuse.ReadResultData(nil), 0
 	}
-	n, err := h.r.ReadAt(ctx, dest, off)
-	if err != nil && !errors.Is(err, io.EOF) {
+	// All of dest, or EIO: never a short read (see granuleSize).
+	if err := h.g.ReadAt(ctx, dest, off); err != nil {
 		return nil, f.t.rep.errno("read "+ClassicName, classicPath(f.key), err)
-	}
-	if n < len(dest) {
-		return nil, f.t.rep.errno("read "+ClassicName, classicPath(f.key), fmt.Errorf("%w: %d bytes at %d of %d", errShortRead, n, off, size))
 	}
 	return fuse.ReadResultData(dest), 0
 }

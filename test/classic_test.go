@@ -404,8 +404,8 @@ func TestClassicNcview(t *testing.T) {
 	}
 }
 
-// TestClassicBadInput: a corrupt chunk fails with EIO only the reads of
-// the bytes it covers, with a log line naming its key, while the header
+// TestClassicBadInput: a corrupt chunk fails with EIO the reads of its
+// variable's granule, with a log line naming its key, while the header
 // and the other variables read; arrays of types netCDF classic lacks are
 // named in nczarrfs_omitted; a group with no arrays has a valid file.
 func TestClassicBadInput(t *testing.T) {
@@ -439,17 +439,26 @@ func TestClassicBadInput(t *testing.T) {
 	if good == 0 || bad == 0 {
 		t.Fatalf("begins %v", begins)
 	}
-	// The file is read through the page cache: a failure covers the
-	// pages of the corrupt chunk, and every variable begins on a page.
+	// The file is read through the page cache in granules of 1 MiB cut
+	// to each variable: a failure covers bad's granule, whose first
+	// chunk is good, and no other variable's bytes; every variable
+	// begins on st_blksize.
+	blk := st.Sys().(*syscall.Stat_t).Blksize
+	if good%blk != 0 || bad%blk != 0 {
+		t.Errorf("begins %d, %d not on st_blksize %d", good, bad, blk)
+	}
 	buf := make([]byte, 8192)
 	if _, err := f.ReadAt(buf[:48], good); err != nil {
 		t.Errorf("reading good: %v", err)
 	}
-	if _, err := f.ReadAt(buf, bad); err != nil {
-		t.Errorf("reading bad's first chunk: %v", err)
+	if _, err := f.ReadAt(buf, bad); !errors.Is(err, syscall.EIO) {
+		t.Errorf("reading bad's first chunk, in the corrupt one's granule: %v, want EIO", err)
 	}
 	if _, err := f.ReadAt(buf[:4], bad+8192+100); !errors.Is(err, syscall.EIO) {
 		t.Errorf("reading bad's corrupt chunk: %v, want EIO", err)
+	}
+	if _, err := f.ReadAt(buf[:48], good); err != nil {
+		t.Errorf("reading good after bad failed: %v", err)
 	}
 	if _, err := f.ReadAt(make([]byte, st.Size()), 0); !errors.Is(err, syscall.EIO) {
 		t.Errorf("reading the whole file: %v, want EIO", err)

@@ -2,44 +2,96 @@ package netcdf3
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"sync"
 )
 
-// BlockAlign aligns the begins: every fixed-size variable, and the
-// records, begin on a multiple of it (a page), so that block reads of a
-// variable do not straddle its neighbours and, read through a page cache,
-// a variable that fails to read fails no other variable's pages.
-const BlockAlign = 4096
-
-// Block sizes for BlockSize: netcdf-c reads blocks of st_blksize, but
-// at least MinBlock; MaxBlock is the largest FUSE read.
+// Block sizes. netcdf-c reads a classic file in blocks of st_blksize
+// (at least MinBlock), each aligned to its size; every variable (and the
+// records) begins on a multiple of the file's block (BlockSize), so that
+// no block netcdf-c reads of one variable holds bytes of another, and a
+// variable that fails to read fails no other variable's blocks. MaxBlock
+// is the largest block, so that the padding stays small.
 const (
 	MinBlock = 8 << 10
-	MaxBlock = 1 << 20
+	MaxBlock = 512 << 10
 )
 
-// BlockSize is the st_blksize to serve h's file with: a power of two
-// from MinBlock to MaxBlock, about a 256th of the variables' bytes, so
-// that netcdf-c reads large files in large blocks.
+// BlockSize is the block of h's file, the st_blksize to serve it with: a
+// power of two from MinBlock to MaxBlock, about a 256th of the variables'
+// bytes so that netcdf-c reads large files in large blocks, and small
+// enough that the padding to it (at most a block a variable) stays
+// within a 16th of them.
 func BlockSize(h *Header) int64 {
 	var data int64
 	for i := range h.Vars {
 		v := &h.Vars[i]
 		n := vsize(h, v)
 		if isRec(h, v) {
-			n *= h.Dims[h.RecDim].Len
+			n = mulSat(n, h.Dims[h.RecDim].Len)
 		}
-		data += n
+		data = addSat(data, n)
 	}
+	vars := int64(len(h.Vars)) + 1
 	b := int64(MinBlock)
-	for b < MaxBlock && b*256 < data {
+	for b < MaxBlock && b*256 < data && 2*b*vars*16 <= data {
 		b *= 2
 	}
 	return b
+}
+
+// addSat and mulSat are a+b and a*b of non-negative values, saturated at
+// math.MaxInt64.
+func addSat(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+func mulSat(a, b int64) int64 {
+	if a != 0 && b > math.MaxInt64/a {
+		return math.MaxInt64
+	}
+	return a * b
+}
+
+// errOverflow is wrapped by New for a layout past the largest offset.
+var errOverflow = errors.New("the layout overflows 64-bit offsets")
+
+// layout sums a file's offsets, checking each step for overflow.
+type layout struct{ err error }
+
+func (l *layout) add(a, b int64) int64 {
+	if a < 0 || b < 0 || a > math.MaxInt64-b {
+		l.fail(a, "+", b)
+		return 0
+	}
+	return a + b
+}
+
+func (l *layout) mul(a, b int64) int64 {
+	if a < 0 || b < 0 || (a != 0 && b > math.MaxInt64/a) {
+		l.fail(a, "*", b)
+		return 0
+	}
+	return a * b
+}
+
+// roundUp is n rounded up to a multiple of to.
+func (l *layout) roundUp(n, to int64) int64 {
+	return l.add(n, to-1) / to * to
+}
+
+func (l *layout) fail(a int64, op string, b int64) {
+	if l.err == nil {
+		l.err = fmt.Errorf("%w: %d %s %d", errOverflow, a, op, b)
+	}
 }
 
 // File is the layout of a classic file: where the header, each
@@ -55,24 +107,28 @@ type File struct {
 	recSize  int64
 	numRecs  int64
 	size     int64
+	block    int64
 }
 
 // New lays out the file of h: the header, then the fixed-size variables
 // in definition order, then the records. Begins increase in definition
-// order within each kind, as netcdf-c's NC_check_voffs requires.
+// order within each kind, as netcdf-c's NC_check_voffs requires, and are
+// multiples of BlockSize(h). Every offset is checked: a layout past
+// 2^63 bytes is an error.
 func New(h *Header) (*File, error) {
 	if err := h.validate(); err != nil {
 		return nil, err
 	}
-	f := &File{h: h, begins: make([]int64, len(h.Vars))}
+	f := &File{h: h, begins: make([]int64, len(h.Vars)), block: BlockSize(h)}
 	if h.RecDim >= 0 {
 		f.numRecs = h.Dims[h.RecDim].Len
 	}
+	var l layout
 	// The header's size does not depend on the begins' values.
 	hsize := int64(len(encode(h, f.numRecs, f.begins)))
 	pos := hsize
 	if len(h.Vars) > 0 {
-		pos = roundUp(hsize+h.DataGap, BlockAlign)
+		pos = l.roundUp(l.add(hsize, h.DataGap), f.block)
 	}
 	for i := range h.Vars {
 		v := &h.Vars[i]
@@ -80,36 +136,70 @@ func New(h *Header) (*File, error) {
 			f.rec = append(f.rec, i)
 			continue
 		}
-		n := vsize(h, v)
-		pos = roundUp(pos, BlockAlign)
+		pos = l.roundUp(pos, f.block)
 		f.begins[i] = pos
 		f.fixed = append(f.fixed, i)
-		pos += n
+		pos = l.add(pos, vsize(h, v))
 	}
 	f.size = pos
 	f.recStart = pos
 	if len(f.rec) > 0 {
-		f.recStart = roundUp(pos, BlockAlign)
+		f.recStart = l.roundUp(pos, f.block)
 		off := f.recStart
 		for _, i := range f.rec {
 			f.begins[i] = off
-			off += vsize(h, &h.Vars[i])
+			off = l.add(off, vsize(h, &h.Vars[i]))
 		}
 		f.recSize = off - f.recStart
 		if len(f.rec) == 1 {
 			// One record variable: records are not padded.
 			f.recSize = slab(h, &h.Vars[f.rec[0]])
 		}
-		f.size = f.recStart + f.numRecs*f.recSize
+		f.size = l.add(f.recStart, l.mul(f.numRecs, f.recSize))
 		if f.numRecs == 0 {
 			f.size = f.recStart
 		}
+	}
+	if l.err != nil {
+		return nil, l.err
 	}
 	f.header = encode(h, f.numRecs, f.begins)
 	return f, nil
 }
 
 func roundUp(n, to int64) int64 { return (n + to - 1) / to * to }
+
+// BlockSize is the file's block: every variable begins on a multiple
+// of it (see MinBlock).
+func (f *File) BlockSize() int64 { return f.block }
+
+// Extent is the stretch of the file that holds off: the header with
+// the gap after it, a fixed-size variable with its padding, or the
+// records. Each begins on a block, so a read confined to one extent
+// reads one variable (or the records, which their variables share).
+func (f *File) Extent(off int64) (start, end int64) {
+	start, end = 0, f.size
+	if len(f.fixed) > 0 {
+		end = f.begins[f.fixed[0]]
+	} else if len(f.rec) > 0 {
+		end = f.recStart
+	}
+	if off < end {
+		return start, end
+	}
+	// The last fixed-size variable that begins at or before off.
+	k := sort.Search(len(f.fixed), func(k int) bool { return f.begins[f.fixed[k]] > off }) - 1
+	if k >= 0 {
+		start, end = f.begins[f.fixed[k]], f.recStart
+		if k+1 < len(f.fixed) {
+			end = f.begins[f.fixed[k+1]]
+		}
+		if off < end || len(f.rec) == 0 {
+			return start, max(end, start)
+		}
+	}
+	return f.recStart, f.size
+}
 
 // Size is the file's length in bytes.
 func (f *File) Size() int64 { return f.size }
@@ -295,20 +385,22 @@ func (r *Reader) readVar(ctx context.Context, i int, dst []byte, at int64) error
 	return nil
 }
 
-// swap reverses the bytes of each unit-byte value of b.
+// swap reverses the bytes of each unit-byte value of b: a load and a
+// store in the other byte order, which the compiler makes one byte-swap
+// instruction.
 func swap(b []byte, unit int) {
 	switch unit {
 	case 2:
 		for i := 0; i+1 < len(b); i += 2 {
-			b[i], b[i+1] = b[i+1], b[i]
+			binary.BigEndian.PutUint16(b[i:], binary.LittleEndian.Uint16(b[i:]))
 		}
 	case 4:
 		for i := 0; i+3 < len(b); i += 4 {
-			b[i], b[i+1], b[i+2], b[i+3] = b[i+3], b[i+2], b[i+1], b[i]
+			binary.BigEndian.PutUint32(b[i:], binary.LittleEndian.Uint32(b[i:]))
 		}
 	case 8:
 		for i := 0; i+7 < len(b); i += 8 {
-			b[i], b[i+1], b[i+2], b[i+3], b[i+4], b[i+5], b[i+6], b[i+7] = b[i+7], b[i+6], b[i+5], b[i+4], b[i+3], b[i+2], b[i+1], b[i]
+			binary.BigEndian.PutUint64(b[i:], binary.LittleEndian.Uint64(b[i:]))
 		}
 	}
 }

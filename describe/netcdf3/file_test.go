@@ -278,7 +278,7 @@ func FuzzHeader(f *testing.F) {
 }
 
 // TestLayout checks the begins of a fixed model: the first variable
-// DataGap past the header, every fixed-size variable and the records on BlockAlign,
+// DataGap past the header, every fixed-size variable and the records on the block,
 // record variables one after the other in a record, and one record
 // variable's records unpadded.
 func TestLayout(t *testing.T) {
@@ -300,9 +300,13 @@ func TestLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hb := roundUp(int64(len(f.Header()))+MaxBlock, BlockAlign)
-	want := []int64{hb, hb + BlockAlign, 0, hb + BlockAlign + 16384, hb + 2*BlockAlign + 16384, 0}
-	rec := roundUp(hb+2*BlockAlign+16384+4, BlockAlign)
+	const blk = MinBlock
+	if f.BlockSize() != blk {
+		t.Fatalf("block %d, want %d", f.BlockSize(), blk)
+	}
+	hb := roundUp(int64(len(f.Header()))+MaxBlock, blk)
+	want := []int64{hb, hb + blk, 0, hb + blk + 16384, hb + 2*blk + 16384, 0}
+	rec := roundUp(hb+2*blk+16384+4, blk)
 	want[2], want[5] = rec, rec+8
 	for i, w := range want {
 		if got := f.Begin(i); got != w {
@@ -316,7 +320,7 @@ func TestLayout(t *testing.T) {
 	if f, err = New(h); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := f.Size(), roundUp(int64(len(f.Header()))+MaxBlock, BlockAlign)+BlockAlign+16384+3*5; got != want {
+	if got, want := f.Size(), roundUp(int64(len(f.Header()))+MaxBlock, blk)+blk+16384+3*5; got != want {
 		t.Errorf("one record variable: size %d, want %d", got, want)
 	}
 }
@@ -422,6 +426,77 @@ func TestBlockSize(t *testing.T) {
 		h := &Header{RecDim: -1, Dims: []Dim{{"x", tc.n}}, Vars: []Var{{Name: "v", Type: Float, Dims: []int{0}}}}
 		if got := BlockSize(h); got != tc.want {
 			t.Errorf("BlockSize of %d floats = %d, want %d", tc.n, got, tc.want)
+		}
+	}
+}
+
+// TestLayoutOverflow: a layout past 2^63 bytes is an error, not a
+// wrapped size: nine variables of 2^60 bytes each, fixed-size or record.
+func TestLayoutOverflow(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		dims []Dim
+		rec  int
+		vdim []int
+	}{
+		{"fixed", []Dim{{"x", 1 << 57}}, -1, []int{0}},
+		{"records", []Dim{{"t", 1 << 30}, {"x", 1 << 27}}, 0, []int{0, 1}},
+	} {
+		h := &Header{Format: CDF5, RecDim: tc.rec, Dims: tc.dims}
+		for i := 0; i < 9; i++ {
+			h.Vars = append(h.Vars, Var{Name: fmt.Sprint("v", i), Type: Double, Dims: tc.vdim})
+		}
+		if f, err := New(h); !errors.Is(err, errOverflow) {
+			t.Fatalf("%s: New: %v, %v; want an overflow", tc.name, f, err)
+		}
+		h.Vars = h.Vars[:7]
+		if _, err := New(h); err != nil {
+			t.Fatalf("%s: seven variables: %v", tc.name, err)
+		}
+	}
+}
+
+// TestExtents: every variable begins on the block, and the extents
+// tile the file: the header, each fixed-size variable to the next begin,
+// the records.
+func TestExtents(t *testing.T) {
+	h := &Header{
+		Format: CDF2, DataGap: 1 << 20, RecDim: 0,
+		Dims: []Dim{{"time", 3}, {"x", 5}, {"y", 300000}},
+		Vars: []Var{
+			{Name: "a", Type: Short, Dims: []int{1}},
+			{Name: "b", Type: Double, Dims: []int{2}},
+			{Name: "t", Type: Byte, Dims: []int{0, 1}},
+			{Name: "c", Type: Float, Dims: []int{2}},
+		},
+	}
+	f, err := New(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk := f.BlockSize()
+	if blk != BlockSize(h) || blk < MinBlock {
+		t.Fatalf("block %d, BlockSize %d", blk, BlockSize(h))
+	}
+	var starts []int64
+	for off := int64(0); off < f.Size(); {
+		s, e := f.Extent(off)
+		if s != off || e <= s || e > f.Size() {
+			t.Fatalf("Extent(%d) = [%d, %d)", off, s, e)
+		}
+		if s2, e2 := f.Extent(e - 1); s2 != s || e2 != e {
+			t.Fatalf("Extent(%d) = [%d, %d), Extent(%d) = [%d, %d)", off, s, e, e-1, s2, e2)
+		}
+		starts = append(starts, s)
+		off = e
+	}
+	want := []int64{0, f.Begin(0), f.Begin(1), f.Begin(3), f.Begin(2)}
+	if fmt.Sprint(starts) != fmt.Sprint(want) {
+		t.Fatalf("extents begin at %v, want %v", starts, want)
+	}
+	for _, s := range starts[1:] {
+		if s%blk != 0 {
+			t.Errorf("extent at %d is not on the block %d", s, blk)
 		}
 	}
 }

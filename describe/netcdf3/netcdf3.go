@@ -143,7 +143,7 @@ type Header struct {
 	Attrs  []Attr
 	Vars   []Var
 	// DataGap is the least gap between the header's end and the first
-	// variable's begin (which is on BlockAlign): a reader's block and
+	// variable's begin (which is on the block, BlockSize): a reader's block and
 	// read-ahead around the header then read no variable.
 	DataGap int64
 }
