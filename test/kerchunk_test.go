@@ -3,7 +3,7 @@ package test
 // Kerchunk reference sets (zmap/kerchunk): a netCDF-4 file that
 // netCDF4-python writes and an HDF5 file that h5py writes, at test time,
 // referenced as kerchunk's SingleHdf5ToZarr references them
-// (test/fixtures/gen_kerchunk.py), mounted from local reference files and
+// (test/fixtures/kerchunk_refs.py), mounted from local reference files and
 // Parquet folders, and with the originals and references in MinIO.
 
 import (
@@ -28,7 +28,7 @@ import (
 	"github.com/nczarrfs/nczarrfs/zmap/kerchunk"
 )
 
-// kerchunkFiles is what gen_kerchunk.py wrote, once per test process.
+// kerchunkFiles is what kerchunk_refs.py wrote, once per test process.
 type kerchunkFiles struct {
 	dir    string
 	nc, h5 []string // variable paths
@@ -54,9 +54,9 @@ func kerchunkFixture(t *testing.T) kerchunkFiles {
 			kerchunkGen.err = err
 			return
 		}
-		out, err := exec.Command(python, filepath.Join(root, "test", "fixtures", "gen_kerchunk.py"), dir).CombinedOutput()
+		out, err := exec.Command(python, filepath.Join(root, "test", "fixtures", "kerchunk_refs.py"), dir).CombinedOutput()
 		if err != nil {
-			kerchunkGen.err = fmt.Errorf("gen_kerchunk.py: %v\n%s", err, out)
+			kerchunkGen.err = fmt.Errorf("kerchunk_refs.py: %v\n%s", err, out)
 			return
 		}
 		kf := kerchunkFiles{dir: dir}
@@ -70,7 +70,7 @@ func kerchunkFixture(t *testing.T) kerchunkFiles {
 			}
 		}
 		if len(kf.nc) == 0 || len(kf.h5) == 0 {
-			kerchunkGen.err = fmt.Errorf("gen_kerchunk.py named no variables:\n%s", out)
+			kerchunkGen.err = fmt.Errorf("kerchunk_refs.py named no variables:\n%s", out)
 		}
 		kerchunkGen.kf = kf
 	})

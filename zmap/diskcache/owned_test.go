@@ -230,10 +230,21 @@ func TestForeignFilesKept(t *testing.T) {
 				}
 			}
 			// The last object read is still cached: the second store (a
-			// second mount) reads it from the folder.
+			// second mount) reads it from the folder. An object whose
+			// shard folder is one of the planted links is never cached
+			// (nothing is written through a link): the newest of the
+			// others is checked. Its shard depends on the object's
+			// identity, new in each run.
+			last := ""
+			for i := 39; i >= 30 && last == ""; i-- {
+				key := fmt.Sprintf("a/%d.0", i)
+				if _, shard, _ := diskcache.FileName("ds", key, inner.entry(t, key)); shard != "cd" && shard != "ef" {
+					last = key
+				}
+			}
 			reads := inner.reads.Load()
-			if got, err := stores[0].Get(ctx, "a/39.0"); err != nil || !bytes.Equal(got, want["a/39.0"]) || inner.reads.Load() != reads {
-				t.Errorf("a/39.0 from the shared folder: %v, store reads %d -> %d", err, reads, inner.reads.Load())
+			if got, err := stores[(39+1)%2].Get(ctx, last); err != nil || !bytes.Equal(got, want[last]) || inner.reads.Load() != reads {
+				t.Errorf("%s from the shared folder: %v, store reads %d -> %d", last, err, reads, inner.reads.Load())
 			}
 			if st := stores[1].Stats(); st.Written == 0 {
 				t.Errorf("stats %+v: nothing written", st)
