@@ -205,9 +205,29 @@ func TestS3MountBodyFaults(t *testing.T) {
 	}
 	for i, fault := range faults {
 		t.Run(fault.String(), func(t *testing.T) {
-			// A chunk of its own, beyond what the earlier cases read
-			// and the read-ahead they started.
-			off := int64(1+6*i) * chunk * 8
+			// A chunk of its own, beyond what the earlier cases read,
+			// that no request has fetched yet: the read-ahead the
+			// earlier cases started may have reached further than six
+			// chunks, and a read served from the cache never meets the
+			// fault.
+			// First the earlier cases' read-ahead ends: no request for
+			// 300 ms (a wait for quiet, not a bound on anything).
+			for prev := -1; ; {
+				n := m.proxy.Requests()
+				if n == prev {
+					break
+				}
+				prev = n
+				time.Sleep(300 * time.Millisecond)
+			}
+			c := 1 + 6*i
+			for c < 40 && m.proxy.Count(fmt.Sprintf("ds/v/%d", c)) > 0 {
+				c++
+			}
+			if c == 40 {
+				t.Fatalf("every chunk from %d on was fetched before the case", 1+6*i)
+			}
+			off := int64(c) * chunk * 8
 			before := injectedTotal(m.proxy)
 			m.proxy.Inject(m.key, fault, -1)
 			start := time.Now()
