@@ -321,12 +321,15 @@ func TestIcechunk(t *testing.T) {
 		if n > 4 {
 			t.Errorf("%d requests before the root lists (%+v), want at most 4", n, got)
 		}
-		// small_chunks' five chunks are inline in one manifest: one GET.
+		// small_chunks' five chunks are inline in one manifest: at most
+		// one GET, none when the mount's background listing of the
+		// folders under the root (listcache's prefetch) read the
+		// manifest first.
 		if v := int8s(t, filepath.Join(m, "group1/small_chunks/data")); !slices.Equal(v, []int{84, 84, 84, 84, 84}) {
 			t.Errorf("small_chunks = %v", v)
 		}
-		if got := minus(readRequests(t, m), got); got != (stats.Kinds{GET: 1}) {
-			t.Errorf("reading small_chunks made %+v requests, want 1 GET (its manifest)", got)
+		if got := minus(readRequests(t, m), got); got.GET > 1 || got.RangedGET+got.HEAD+got.LIST > 0 {
+			t.Errorf("reading small_chunks made %+v requests, want at most 1 GET (its manifest)", got)
 		}
 	})
 
