@@ -95,7 +95,7 @@ fuzz:
 	scripts/fuzz.sh 100000x
 
 # Everything CI runs: install, vet, a short run of every fuzz target, then
-# all tests under the race detector. The end-to-end package takes about 17
+# all tests under the race detector. The end-to-end package takes about 22
 # minutes on a quiet 2-core machine; the timeout leaves room for a slow
 # machine while keeping the whole run inside CI's 90 minutes (a run once
 # died at a 30m timeout with no other failure).
