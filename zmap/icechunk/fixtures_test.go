@@ -468,3 +468,23 @@ func TestAllowed(t *testing.T) {
 		}
 	}
 }
+
+// TestManifestBoundOwn reads a one-byte inline chunk under a chunk's
+// bound: the manifest the read needs is far larger than that bound, and is
+// read under the repository files' own.
+func TestManifestBoundOwn(t *testing.T) {
+	r := openFixture(t, "test-repo-v2", icechunk.Options{})
+	ctx := context.Background()
+	id, err := r.Branch(ctx, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := r.Version(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := v.Get(zmap.WithMaxSize(ctx, 64), "group1/small_chunks/c/0")
+	if err != nil || len(got) == 0 || len(got) > 64 {
+		t.Fatalf("inline chunk under a 64-byte bound: %v, %v", got, err)
+	}
+}

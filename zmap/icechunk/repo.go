@@ -119,7 +119,7 @@ func Open(ctx context.Context, st zmap.Store, opts Options) (*Repository, error)
 	if r.opts.CacheBytes <= 0 {
 		r.opts.CacheBytes = 256 << 20
 	}
-	data, err := r.st.Get(ctx, "repo")
+	data, err := r.getFile(ctx, "repo")
 	switch {
 	case err == nil:
 		if r.info, err = DecodeRepoInfo(data); err != nil {
@@ -182,7 +182,7 @@ func (r *Repository) ref(ctx context.Context, kind, name string) (ID, error) {
 				return ID{}, fmt.Errorf("icechunk: %s: %w", key+".deleted", err)
 			}
 		}
-		data, err := r.st.Get(ctx, key)
+		data, err := r.getFile(ctx, key)
 		if errors.Is(err, zmap.ErrNotFound) {
 			return ID{}, fmt.Errorf("icechunk: %s %q: %w", kind, name, ErrNoRef)
 		}
@@ -281,7 +281,7 @@ func (r *Repository) snapshotOnce(ctx context.Context, id ID) (*Snapshot, error)
 	r.mu.Unlock()
 	if !ok {
 		key := "snapshots/" + id.String()
-		data, err := r.st.Get(ctx, key)
+		data, err := r.getFile(ctx, key)
 		if err == nil {
 			o.v, err = DecodeSnapshot(data)
 			if err == nil && o.v.ID != id {
@@ -322,7 +322,7 @@ func (r *Repository) manifestOnce(ctx context.Context, id ID) (*Manifest, error)
 	r.mu.Unlock()
 	if !ok {
 		key := "manifests/" + id.String()
-		data, err := r.st.Get(ctx, key)
+		data, err := r.getFile(ctx, key)
 		if err == nil {
 			o.v, err = DecodeManifest(data)
 			if err == nil && o.v.ID != id {
@@ -482,4 +482,12 @@ func objectErr(key string, err error) error {
 		return fmt.Errorf("icechunk: %s is missing (%v)", key, err)
 	}
 	return fmt.Errorf("icechunk: %s: %w", key, err)
+}
+
+// getFile reads one of the repository's own files (repo, refs, snapshots,
+// manifests) under a bound of its own, MaxDecoded: the request that needs
+// it may be a chunk's, whose context carries the chunk's far smaller
+// bound (zmap.WithMaxSize), which a manifest must not inherit.
+func (r *Repository) getFile(ctx context.Context, key string) ([]byte, error) {
+	return r.st.Get(zmap.WithMaxSize(ctx, MaxDecoded), key)
 }
