@@ -188,11 +188,13 @@ func openRemoteReferences(ctx context.Context, s Source, opts Options) (zmap.Sto
 		return nil, err
 	}
 	defer parent.Close()
-	// Held in memory: its size is asked first.
+	// Held in memory: its size is asked first, and the Get is bounded by
+	// the reference file's own limit (the caller's context carries the
+	// metadata documents' smaller bound, or none).
 	if size, err := parent.Size(ctx, remoteName(s)); err == nil && size > kerchunk.MaxJSONSize {
 		return nil, fmt.Errorf("source %s: a reference file of %d bytes, larger than %d", Redact(s.Raw), size, kerchunk.MaxJSONSize)
 	}
-	data, err := parent.Get(ctx, remoteName(s))
+	data, err := parent.Get(zmap.WithMaxSize(ctx, kerchunk.MaxJSONSize), remoteName(s))
 	if err != nil {
 		if errors.Is(err, zmap.ErrNotFound) {
 			return nil, fmt.Errorf("source %s does not exist", Redact(s.Raw))
